@@ -1,0 +1,15 @@
+# Writes the git revision of the source tree into a header; rewritten only when it changes.
+execute_process(COMMAND git -C ${SRC} describe --always --dirty --abbrev=12
+                OUTPUT_VARIABLE rev OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR rev STREQUAL "")
+  set(rev "unknown")
+endif()
+set(content "#pragma once\n#define HDAT_GIT_REVISION \"${rev}\"\n#define HDAT_VERSION \"${VERSION}\"\n")
+if(EXISTS ${OUT})
+  file(READ ${OUT} old)
+else()
+  set(old "")
+endif()
+if(NOT old STREQUAL content)
+  file(WRITE ${OUT} "${content}")
+endif()

@@ -1,0 +1,120 @@
+#pragma once
+// The parameter layer: every model declares its configuration keys once (type, default, allowed
+// range, one-line meaning). Theory and simulator read the same resolved Params object, so they
+// cannot disagree on a default or a scaling.
+//
+// Resolution order: defaults < --config FILE.json < --set key=value (later wins). Keys may be
+// nested ("prior.kind"); a config file may spell them nested or dotted. A --set value is parsed as
+// JSON when it parses, otherwise taken as a string.
+#include <Eigen/Dense>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hdat/core/error.hpp"
+
+namespace hdat {
+
+using json = nlohmann::json;
+
+enum class ParamKind { real, integer, boolean, text, choice, real_list, int_list, real_matrix, any };
+
+/// Closed or open bounds on a number (applied element-wise to lists and matrices).
+struct Range {
+  std::optional<double> lo, hi;
+  bool lo_open = false, hi_open = false;
+  static Range positive() { return {0.0, std::nullopt, true, false}; }
+  static Range nonnegative() { return {0.0, std::nullopt, false, false}; }
+  static Range at_least(double v) { return {v, std::nullopt, false, false}; }
+  static Range between(double a, double b) { return {a, b, false, false}; }
+  static Range open_between(double a, double b) { return {a, b, true, true}; }
+  bool contains(double x) const;
+  std::string describe() const;  // e.g. "> 0", "in [1, 64]"
+};
+
+struct ParamSpec {
+  std::string key;
+  ParamKind kind = ParamKind::real;
+  json default_value;  // null: optional key without a default (the model supplies the meaning)
+  std::string doc;
+  Range range;
+  std::vector<std::string> choices;  // for ParamKind::choice
+  std::string kind_name() const;
+};
+
+/// The declaration of a model's keys. Built fluently:
+///   ParamSet p; p.integer("H", 2, "number of heads", Range::between(1, 64)).real("eta", 0.5, ...);
+class ParamSet {
+ public:
+  ParamSet& real(const std::string& key, json def, const std::string& doc, Range r = {});
+  ParamSet& integer(const std::string& key, json def, const std::string& doc, Range r = {});
+  ParamSet& boolean(const std::string& key, json def, const std::string& doc);
+  ParamSet& text(const std::string& key, json def, const std::string& doc);
+  ParamSet& choice(const std::string& key, const std::string& def, std::vector<std::string> choices,
+                   const std::string& doc);
+  ParamSet& real_list(const std::string& key, json def, const std::string& doc, Range r = {});
+  ParamSet& int_list(const std::string& key, json def, const std::string& doc, Range r = {});
+  ParamSet& real_matrix(const std::string& key, json def, const std::string& doc, Range r = {});
+  ParamSet& any(const std::string& key, json def, const std::string& doc);
+  ParamSet& add(ParamSpec spec);
+  ParamSet& merge(const ParamSet& other);  // keys of `other` not yet declared are appended
+
+  const std::vector<ParamSpec>& specs() const { return specs_; }
+  const ParamSpec* find(const std::string& key) const;
+  std::vector<std::string> keys() const;
+
+ private:
+  std::vector<ParamSpec> specs_;
+};
+
+/// A resolved configuration: every declared key present (null for optional keys left unset),
+/// checked against its type and range. Accessors throw InputError naming the key.
+class Params {
+ public:
+  Params() = default;
+  Params(const ParamSet* set, json flat) : set_(set), flat_(std::move(flat)) {}
+
+  bool has(const std::string& key) const;  // declared and not null
+  double real(const std::string& key) const;
+  long integer(const std::string& key) const;
+  bool boolean(const std::string& key) const;
+  std::string text(const std::string& key) const;
+  Eigen::VectorXd vector(const std::string& key) const;
+  std::vector<long> int_vector(const std::string& key) const;
+  Eigen::MatrixXd matrix(const std::string& key) const;
+  const json& raw(const std::string& key) const;
+
+  /// Flat map "a.b" -> value, and the nested form written to run.json.
+  const json& flat() const { return flat_; }
+  json nested() const;
+  const ParamSet& set() const { return *set_; }
+
+  /// Copy with some keys replaced (values checked like --set values). Used by sweeps and validate.
+  Params with(const json& flat_overrides) const;
+
+ private:
+  const ParamSpec& spec(const std::string& key) const;
+  const ParamSet* set_ = nullptr;
+  json flat_;
+};
+
+/// Parse "key=value" as given to --set: value read as JSON when it parses, else as a string.
+std::pair<std::string, json> parse_assignment(const std::string& text);
+
+/// Flatten nested objects into dotted keys ("prior": {"kind": x} -> "prior.kind": x), stopping at
+/// keys the set declares (so a key of kind `any` may hold an object).
+json flatten_config(const json& nested, const ParamSet& set);
+
+/// Resolve defaults < config file < assignments. Throws InputError on any unknown key, wrong type or
+/// out-of-range value.
+Params resolve(const ParamSet& set, const json& config, const std::vector<std::pair<std::string, json>>& assignments);
+
+/// Read a JSON config file (InputError on unreadable or malformed file).
+json read_config_file(const std::string& path);
+
+/// Check a value against a spec and return it in canonical form (e.g. integral reals -> integers).
+json check_value(const ParamSpec& spec, const json& value);
+
+}  // namespace hdat

@@ -1,0 +1,41 @@
+#pragma once
+// Reproducible random streams. Every draw in hdat comes from an engine seeded by (seed, replica,
+// stream): the same numbers for a given seed whatever the number of threads, and independent
+// streams for different replicas (simulation seeds) and purposes (weights, data, test set ...).
+#include <boost/random/mersenne_twister.hpp>
+#include <cstdint>
+
+namespace hdat::rng {
+
+/// SplitMix64 finaliser: a bijective 64-bit mixer (good avalanche), used to derive stream seeds.
+constexpr std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/// Seed of the stream (seed, replica, stream); distinct triples give unrelated seeds.
+constexpr std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t replica = 0, std::uint64_t stream = 0) {
+  return mix(mix(mix(seed) ^ (replica + 0x632be59bd9b4e019ULL)) ^ (stream + 0x85ebca6b2f1d3a7bULL));
+}
+
+using Engine = boost::random::mt19937_64;
+
+inline Engine engine(std::uint64_t seed, std::uint64_t replica = 0, std::uint64_t stream = 0) {
+  return Engine(stream_seed(seed, replica, stream));
+}
+
+/// Named stream identifiers, so that two uses of one seed never share numbers by accident.
+enum Stream : std::uint64_t {
+  theory_samples = 1,
+  teacher = 2,
+  student_init = 3,
+  training_data = 4,
+  test_set = 5,
+  asymmetry = 6,
+  drift_check = 7,
+  user = 100,
+};
+
+}  // namespace hdat::rng

@@ -1,0 +1,65 @@
+#pragma once
+// The uniform interface of every model (one declaration serves theory and simulator):
+// its parameters, a consistency check, and its commands (curve, simulate, validate, analyze ...).
+// A command takes the resolved Params and returns tables and a JSON record; the command line
+// writes them (curve.csv, sim.csv, run.json ...) so that sweeps and tests can call the same code
+// without touching the disk.
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hdat/core/params.hpp"
+#include "hdat/core/table.hpp"
+
+namespace hdat {
+
+struct RunContext {
+  int threads = 0;                  ///< worker threads, 0 = all cores
+  bool quiet = false;               ///< no progress lines
+  std::filesystem::path out;        ///< output folder (may be empty in tests); long jobs keep finished work there
+};
+
+struct RunOutput {
+  std::map<std::string, Table> tables;       ///< file name -> table, e.g. "curve.csv"
+  std::map<std::string, std::string> files;  ///< other files, name -> content
+  nlohmann::json info = nlohmann::json::object();  ///< merged into run.json (solver statistics, events ...)
+  std::string summary;                       ///< a short human summary, printed to stdout
+  int exit_code = 0;                         ///< 0 ok; 1 validation disagrees; 3 numerical failure
+};
+
+using Command = std::function<RunOutput(const Params&, RunContext&)>;
+
+struct ModelEntry {
+  std::string name;
+  std::string summary;                       ///< one line
+  std::string description;                   ///< a paragraph for `hdat list MODEL`
+  ParamSet params;
+  std::function<void(const Params&)> check;  ///< cross-key consistency (shapes ...); throws InputError
+  std::map<std::string, Command> commands;   ///< "curve", "simulate", "validate", "analyze", ...
+  /// Scalar observables a sweep can take from a command's output by default.
+  std::vector<std::string> default_observables;
+};
+
+class Registry {
+ public:
+  void add(ModelEntry entry);
+  const ModelEntry& get(const std::string& name) const;  // InputError listing the models if unknown
+  const ModelEntry* find(const std::string& name) const;
+  std::vector<const ModelEntry*> all() const;
+
+ private:
+  std::vector<std::unique_ptr<ModelEntry>> entries_;
+};
+
+/// The process-wide registry, filled by register_models() (tools/hdat/models.cpp).
+Registry& registry();
+
+/// Resolve a model's parameters and run its consistency check.
+Params resolve_for(const ModelEntry& model, const nlohmann::json& config,
+                   const std::vector<std::pair<std::string, nlohmann::json>>& assignments);
+
+}  // namespace hdat

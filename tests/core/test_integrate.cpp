@@ -1,0 +1,121 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "hdat/core/integrate.hpp"
+#include "hdat/core/layout.hpp"
+
+using namespace hdat;
+
+TEST_CASE("harmonic oscillator: observations at requested times match the exact solution") {
+  for (std::string stepper : {"dopri5", "rkf78", "cash_karp54", "rosenbrock4"}) {
+    CAPTURE(stepper);
+    OdeSystem f = [](const ConstVecRef& x, VecRef d, double) { d(0) = x(1), d(1) = -x(0); };
+    Eigen::VectorXd x0(2);
+    x0 << 1.0, 0.0;
+    std::vector<double> times = lin_spaced(0.0, 20.0, 41);
+    double worst = 0;
+    int seen = 0;
+    IntegrateOptions opt;
+    opt.stepper = stepper;
+    opt.rtol = 1e-10;
+    opt.atol = 1e-12;
+    auto sum = integrate(f, x0, 0.0, times, [&](double t, const Eigen::VectorXd& x) {
+      worst = std::max(worst, std::fabs(x(0) - std::cos(t)) + std::fabs(x(1) + std::sin(t)));
+      ++seen;
+      return true;
+    }, opt);
+    CHECK(sum.ok());
+    CHECK(seen == 41);
+    CHECK(worst < (stepper == "rosenbrock4" ? 1e-6 : 1e-8));
+    CHECK(sum.rhs_calls > 0);
+    CHECK(sum.accepted_steps > 0);
+    CHECK(sum.t_reached == doctest::Approx(20.0));
+  }
+}
+
+TEST_CASE("tolerance controls the error; rejected steps are counted") {
+  OdeSystem f = [](const ConstVecRef& x, VecRef d, double t) { d(0) = -50.0 * (x(0) - std::cos(t)); };
+  Eigen::VectorXd x0 = Eigen::VectorXd::Constant(1, 0.0);
+  double err_loose = 0, err_tight = 0;
+  long calls_loose = 0, calls_tight = 0;
+  for (double tol : {1e-4, 1e-9}) {
+    IntegrateOptions opt;
+    opt.rtol = opt.atol = tol;
+    Eigen::VectorXd last;
+    auto sum = integrate(f, x0, 0.0, {2.0}, [&](double, const Eigen::VectorXd& x) { last = x; return true; }, opt);
+    // exact: x = 50/(2500+1) (50 cos t + sin t) - 2500/2501 e^{-50t}
+    const double exact = 50.0 / 2501.0 * (50.0 * std::cos(2.0) + std::sin(2.0)) - 2500.0 / 2501.0 * std::exp(-100.0);
+    (tol > 1e-6 ? err_loose : err_tight) = std::fabs(last(0) - exact);
+    (tol > 1e-6 ? calls_loose : calls_tight) = sum.rhs_calls;
+  }
+  CHECK(err_tight < err_loose);
+  CHECK(err_tight < 1e-7);
+  CHECK(calls_tight > calls_loose);
+}
+
+TEST_CASE("log time reaches t = 1e20 on a logarithmic flow") {
+  // dz/dt = 1/(1 + e^z) has z(t) + e^z(t) = t + z0 + e^z0: z ~ log t, the polarisation margin.
+  OdeSystem f = [](const ConstVecRef& x, VecRef d, double) { d(0) = 1.0 / (1.0 + std::exp(x(0))); };
+  Eigen::VectorXd x0 = Eigen::VectorXd::Zero(1);
+  IntegrateOptions opt;
+  opt.log_time = true;
+  std::vector<double> times = log_spaced(1.0, 1e20, 21, true);
+  double worst = 0;
+  auto sum = integrate(f, x0, 0.0, times, [&](double t, const Eigen::VectorXd& x) {
+    // exact z solves z + e^z = t + 1 (Newton from log(t + 1)); compare relative to |z| like the controller.
+    double ze = std::log(t + 1.0) + 0.1;
+    for (int it = 0; it < 100; ++it) ze -= (ze + std::exp(ze) - (t + 1.0)) / (1.0 + std::exp(ze));
+    worst = std::max(worst, std::fabs(x(0) - ze) / std::max(1.0, std::fabs(ze)));
+    return true;
+  }, opt);
+  CHECK(sum.ok());
+  CHECK(worst < 1e-7);
+  CHECK(sum.accepted_steps < 2000);
+}
+
+TEST_CASE("a non-finite state stops the run, names the component, keeps earlier observations") {
+  StateLayout layout;
+  layout.add("M", 1, 1).add("R", 1, 1, true);
+  // dR/dt = R^2 blows up at t = 1 from R(0) = 1.
+  OdeSystem f = [](const ConstVecRef& x, VecRef d, double) { d(0) = 0.0, d(1) = x(1) * x(1); };
+  Eigen::VectorXd x0(2);
+  x0 << 0.5, 1.0;
+  IntegrateOptions opt;
+  opt.component_name = [&](int k) { return layout.component_name(k); };
+  opt.divergence = 1e6;
+  int seen = 0;
+  auto sum = integrate(f, x0, 0.0, lin_spaced(0.0, 2.0, 21), [&](double, const Eigen::VectorXd&) { ++seen; return true; }, opt);
+  CHECK_FALSE(sum.ok());
+  CHECK(sum.status == IntegrateStatus::diverged);
+  CHECK(sum.message.find("R_0_0") != std::string::npos);
+  CHECK(seen == 10);  // t = 0, 0.1, ..., 0.9
+  CHECK(sum.t_reached < 1.0);
+
+  OdeSystem g = [](const ConstVecRef& x, VecRef d, double t) { d(0) = t > 0.5 ? std::log(-1.0) : 1.0, d(1) = x(1); };
+  auto s2 = integrate(g, x0, 0.0, lin_spaced(0.0, 2.0, 21), [&](double, const Eigen::VectorXd&) { return true; }, opt);
+  CHECK(s2.status == IntegrateStatus::nonfinite);
+  CHECK(s2.message.find("M_0_0") != std::string::npos);
+}
+
+TEST_CASE("layout: named views and output columns") {
+  StateLayout layout;
+  layout.add("M", 2, 3).add("R", 2, 2, true);
+  CHECK(layout.size() == 10);
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(layout.size());
+  auto M = layout.view(x, "M");
+  auto R = layout.view(x, "R");
+  M(1, 2) = 7.0;
+  R(0, 1) = R(1, 0) = 3.0;
+  const auto cols = layout.columns();
+  REQUIRE(cols.size() == 9);
+  CHECK(cols[0] == "M_0_0");
+  CHECK(cols[5] == "M_1_2");
+  CHECK(cols[6] == "R_0_0");
+  CHECK(cols[7] == "R_0_1");
+  CHECK(cols[8] == "R_1_1");
+  const auto vals = layout.values(x);
+  CHECK(vals[5] == 7.0);
+  CHECK(vals[7] == 3.0);
+  CHECK(layout.component_name(layout.block("M").offset + 5) == "M_1_2");
+}

@@ -1,0 +1,54 @@
+#include <doctest/doctest.h>
+
+#include "hdat/core/params.hpp"
+
+using namespace hdat;
+
+namespace {
+ParamSet demo() {
+  ParamSet p;
+  p.integer("H", 2, "heads", Range::between(1, 64))
+      .real("eta", 0.5, "learning rate", Range::positive())
+      .choice("activation", "softmax", {"softmax", "softmax1", "bayes"}, "activation")
+      .choice("prior.kind", "gaussian", {"gaussian", "discrete"}, "prior")
+      .real_list("prior.mean", json::array({1.0, 1.0}), "mean")
+      .real_matrix("M0", nullptr, "initial M")
+      .int_list("dims", json::array({250, 500}), "dims", Range::at_least(2));
+  return p;
+}
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("defaults < config < --set, nested keys and JSON values") {
+  const ParamSet set = demo();
+  json cfg = {{"eta", 0.25}, {"prior", {{"kind", "discrete"}}}};
+  auto p = resolve(set, cfg, {parse_assignment("eta=0.125"), parse_assignment("M0=[[0.1,0],[0,0.2]]"),
+                              parse_assignment("activation=bayes")});
+  CHECK(p.integer("H") == 2);
+  CHECK(p.real("eta") == 0.125);
+  CHECK(p.text("prior.kind") == "discrete");
+  CHECK(p.text("activation") == "bayes");
+  CHECK(p.matrix("M0")(1, 1) == 0.2);
+  CHECK(p.vector("prior.mean").size() == 2);
+  CHECK_FALSE(resolve(set, {}, {}).has("M0"));
+  CHECK(p.nested()["prior"]["kind"] == "discrete");
+}
+
+TEST_CASE("bad input names the key and what is allowed") {
+  const ParamSet set = demo();
+  CHECK(message_of([&] { resolve(set, {}, {parse_assignment("etta=1")}); }).find("'etta': unknown key") != std::string::npos);
+  CHECK(message_of([&] { resolve(set, {}, {parse_assignment("eta=-1")}); }).find("'eta': must be > 0") != std::string::npos);
+  CHECK(message_of([&] { resolve(set, {}, {parse_assignment("H=1.5")}); }).find("'H': expected an integer") != std::string::npos);
+  CHECK(message_of([&] { resolve(set, {}, {parse_assignment("H=abc")}); }).find("'H'") != std::string::npos);
+  CHECK(message_of([&] { resolve(set, {}, {parse_assignment("activation=relu")}); }).find("softmax|softmax1|bayes") != std::string::npos);
+  CHECK(message_of([&] { resolve(set, {}, {parse_assignment("M0=[[1,2],[3]]")}); }).find("'M0'") != std::string::npos);
+  CHECK(message_of([&] { resolve(set, {}, {parse_assignment("dims=[1,500]")}); }).find("entry 0") != std::string::npos);
+  CHECK(message_of([&] { parse_assignment("novalue"); }).find("key=value") != std::string::npos);
+}

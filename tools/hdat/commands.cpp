@@ -1,0 +1,12 @@
+// Top-level commands other than the per-model ones.
+#include "commands.hpp"
+
+namespace hdat {
+
+std::vector<ExtraCommand> extra_commands(CLI::App& app) {
+  std::vector<ExtraCommand> out;
+  (void)app;
+  return out;
+}
+
+}  // namespace hdat

@@ -1,0 +1,20 @@
+#pragma once
+// Registration points of the `hdat` program. Adding a model: write its register function and call
+// it from register_models() (models.cpp). Adding a top-level command (geometry, sweep, plot ...):
+// return it from extra_commands() (commands.cpp).
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <vector>
+
+namespace hdat {
+
+void register_models();
+
+struct ExtraCommand {
+  CLI::App* app;
+  std::function<int()> run;  // called when app was parsed; returns the exit code
+};
+
+std::vector<ExtraCommand> extra_commands(CLI::App& app);
+
+}  // namespace hdat

@@ -1,0 +1,107 @@
+// hdat: high-dimensional attention theory. The command line of DESIGN.md:
+//   hdat list [MODEL] | curve | simulate | validate | analyze | sweep | plot | geometry | sinks
+// Exit codes: 0 success (validate: theory and simulation agree), 1 validate disagrees,
+// 2 bad input (nothing written), 3 numerical failure (what was computed before it is kept),
+// 130 interrupted (finished work kept).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "hdat/core/error.hpp"
+#include "hdat/core/output.hpp"
+#include "hdat/core/progress.hpp"
+
+using namespace hdat;
+
+namespace {
+
+std::string default_text(const ParamSpec& s) {
+  if (s.default_value.is_null()) return "(unset)";
+  return s.default_value.dump();
+}
+
+int list_models(const std::string& name) {
+  if (name.empty()) {
+    fmt::print("models:\n");
+    for (const auto* m : registry().all()) {
+      std::string cmds;
+      for (const auto& [k, v] : m->commands) cmds += (cmds.empty() ? "" : ", ") + k;
+      fmt::print("  {:<16} {}\n  {:<16} commands: {}\n", m->name, m->summary, "", cmds);
+    }
+    fmt::print("\n`hdat list MODEL` shows a model's parameters.\n");
+    return 0;
+  }
+  const ModelEntry& m = registry().get(name);
+  fmt::print("{}: {}\n", m.name, m.summary);
+  if (!m.description.empty()) fmt::print("\n{}\n", m.description);
+  fmt::print("\nparameters (--set key=value, or keys of a --config JSON file):\n");
+  for (const auto& s : m.params.specs()) {
+    std::string range;
+    if (s.range.lo || s.range.hi) range = ", " + s.range.describe();
+    fmt::print("  {:<22} {:<24} {}\n  {:<22} ({}{})\n", s.key, default_text(s), s.doc, "", s.kind_name(), range);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  set_command_line(argc, argv);
+  install_interrupt_handler();
+  register_models();
+
+  CLI::App app{"hdat: theory of how attention layers learn, checked against simulation"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help on every command");
+
+  std::string list_name;
+  auto* list = app.add_subcommand("list", "models, or one model's parameters with defaults and meaning");
+  list->add_option("MODEL", list_name, "a model name");
+
+  cli::ModelArgs margs;
+  const std::vector<std::pair<std::string, std::string>> model_commands = {
+      {"curve", "theory: learning curve of MODEL -> DIR/curve.csv, DIR/run.json"},
+      {"simulate", "finite-dimensional simulation over seeds -> DIR/sim.csv, DIR/run.json"},
+      {"validate", "theory against simulation; exit code 0 agree, 1 disagree"},
+      {"analyze", "analysis of the theory (e.g. linear stability) -> DIR/*.json"},
+  };
+  std::vector<CLI::App*> model_subs;
+  for (const auto& [name, help] : model_commands) {
+    auto* sub = app.add_subcommand(name, help);
+    cli::add_model_options(*sub, margs);
+    model_subs.push_back(sub);
+  }
+  std::vector<ExtraCommand> extras = extra_commands(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "hdat: {}\n", e.what());
+    return 2;
+  }
+
+  try {
+    if (list->parsed()) return list_models(list_name);
+    for (auto* sub : model_subs)
+      if (sub->parsed()) return cli::run_model_command(sub->get_name(), margs);
+    for (auto& ex : extras)
+      if (ex.app->parsed()) return ex.run();
+  } catch (const InputError& e) {
+    fmt::print(stderr, "hdat: {}\n", e.what());
+    return 2;
+  } catch (const NumericalError& e) {
+    fmt::print(stderr, "hdat: numerical failure: {}\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "hdat: error: {}\n", e.what());
+    return 4;
+  }
+  return 0;
+}
