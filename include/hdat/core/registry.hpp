@@ -42,6 +42,9 @@ struct ModelEntry {
   std::map<std::string, Command> commands;   ///< "curve", "simulate", "validate", "analyze", ...
   /// Scalar observables a sweep can take from a command's output by default.
   std::vector<std::string> default_observables;
+  /// Figures for an output folder written by one of this model's commands (reads DIR/run.json,
+  /// DIR/*.csv; writes DIR/*.png, *.svg through hdat::plot). Used by `hdat plot DIR`.
+  std::function<void(const std::filesystem::path& dir)> plot;
 };
 
 class Registry {
