@@ -1,0 +1,86 @@
+#pragma once
+// Training and evaluation of one transformer on one task: AdamW, the loss, the metrics of the
+// attention-sink experiments and the attention maps in the `geometry` file format.
+// Options in, Summary out: run_experiment() touches no file; the `sinks` model writes its result.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hdat/core/table.hpp"
+#include "validation/attention_sinks/tasks.hpp"
+#include "validation/attention_sinks/transformer.hpp"
+
+namespace hdat::sinks {
+
+/// AdamW as in PyTorch (decoupled weight decay θ ← θ − lr·λ·θ, then the bias-corrected Adam step).
+struct AdamWOptions {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
+};
+
+class AdamW {
+ public:
+  AdamW(int n, const AdamWOptions& options);
+  void step(Eigen::VectorXd& theta, const Eigen::VectorXd& grad);
+  long steps() const { return t_; }
+
+ private:
+  AdamWOptions o_;
+  Eigen::VectorXd m_, v_;
+  long t_ = 0;
+};
+
+/// Σ_rows w_r · (log Σ_c e^{z_rc} − z_r,target) over the rows with a target (log-sum-exp), and,
+/// when dlogits is given, its gradient w_r (softmax(z_r) − e_target).
+double cross_entropy(const RowMat& logits, const Batch& batch, RowMat* dlogits);
+
+enum class Task { induction, classification };
+
+struct ExperimentOptions {
+  Task task = Task::induction;
+  InductionTask induction;
+  ClassificationTask classification;
+  Config model;  ///< vocab, n_out and max_len are set from the task
+  AdamWOptions adam;
+  int steps = 3000, batch = 64;
+  int n_train = 100000;  ///< fixed training pool, reshuffled every epoch; 0: fresh sequences every step
+  int n_eval = 1000;
+  int eval_every = 250;
+  int flip_pairs = 500;       ///< pairs of the token-flip test (classification)
+  int export_sequences = 2;   ///< evaluation sequences whose attention maps are exported
+  std::uint64_t seed = 0;
+  double sink_threshold = 0.9;
+  double accuracy_threshold = 0.95;
+  bool quiet = true;
+};
+
+struct HeadMetrics {
+  int layer = 0, head = 0;
+  double sink_score = 0;  ///< induction: mass on BOS over rows 1 .. L−3 (NaN for classification)
+  double sparsity = 0;    ///< mean largest share of a row
+  double flip_rate = 0;   ///< classification: prediction follows the single flipped token (NaN for induction)
+};
+
+struct ExperimentResult {
+  std::string status = "ok";  ///< ok | diverged | interrupted
+  long steps_done = 0;
+  double train_seconds = 0, steps_per_second = 0;
+  int n_parameters = 0;
+  Table curve;  ///< step, train_loss, eval_loss, accuracy
+  double accuracy = 0, eval_loss = 0;
+  std::vector<HeadMetrics> heads;  ///< layer-major
+  double sink_share = 0;       ///< share of last-layer heads with sink score > threshold
+  bool above_accuracy = false; ///< accuracy > accuracy_threshold: the model counts in the sink statistics
+  double sparsity_mean = 0;    ///< over all heads
+  double flip_rate_mean = 0;   ///< over the last layer's heads (classification)
+  std::vector<RowMat> mean_maps;  ///< per (layer, head): attention weights averaged over the evaluation set
+  nlohmann::json maps;            ///< {"maps": [...]} in the geometry format
+};
+
+/// Build the model from the options, train it and evaluate it.
+ExperimentResult run_experiment(const ExperimentOptions& options);
+
+/// The model configuration the experiment uses (vocabulary, outputs and length from the task).
+Config model_config(const ExperimentOptions& options);
+
+}  // namespace hdat::sinks

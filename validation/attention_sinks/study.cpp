@@ -1,0 +1,211 @@
+#include "validation/attention_sinks/study.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "hdat/core/output.hpp"
+#include "hdat/core/plot.hpp"
+
+namespace hdat::sinks {
+
+namespace {
+using json = nlohmann::json;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double number_or_nan(const json& j, const char* key) {
+  return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : kNaN;
+}
+
+// Mean and sample standard deviation of the finite entries (NaN when there are none; sd 0 for one).
+std::pair<double, double> mean_sd(const std::vector<double>& xs) {
+  double s = 0;
+  int n = 0;
+  for (double x : xs)
+    if (std::isfinite(x)) {
+      s += x;
+      ++n;
+    }
+  if (n == 0) return {kNaN, kNaN};
+  const double m = s / n;
+  double v = 0;
+  for (double x : xs)
+    if (std::isfinite(x)) v += (x - m) * (x - m);
+  return {m, n > 1 ? std::sqrt(v / (n - 1)) : 0.0};
+}
+}  // namespace
+
+Table study_table(const std::vector<json>& records) {
+  struct Group {
+    std::vector<double> accuracy, sparsity, flip, share_above;
+    int models = 0, above = 0, sink_heads = 0, heads_above = 0;
+  };
+  std::map<std::tuple<std::string, std::string, int>, Group> groups;
+  for (const auto& r : records) {
+    Group& g = groups[{r.value("task", "?"), r.value("attention", "?"), r.value("heads", 0)}];
+    ++g.models;
+    g.accuracy.push_back(number_or_nan(r, "accuracy"));
+    g.sparsity.push_back(number_or_nan(r, "sparsity_mean"));
+    g.flip.push_back(number_or_nan(r, "flip_rate_mean"));
+    if (r.value("above_accuracy_threshold", false)) {
+      ++g.above;
+      const double share = number_or_nan(r, "sink_share");
+      g.share_above.push_back(share);
+      const int H = r.value("heads", 0);
+      g.heads_above += H;
+      if (std::isfinite(share)) g.sink_heads += int(std::lround(share * H));
+    }
+  }
+  Table t({"task", "attention", "heads", "models", "models_above", "sink_share", "sink_share_sd", "accuracy",
+           "accuracy_sd", "sparsity", "sparsity_sd", "flip_rate", "flip_rate_sd"});
+  for (const auto& [key, g] : groups) {
+    const auto [task, attention, heads] = key;
+    const double pooled = g.heads_above > 0 ? double(g.sink_heads) / g.heads_above : kNaN;
+    const auto share = mean_sd(g.share_above);
+    const auto acc = mean_sd(g.accuracy), sp = mean_sd(g.sparsity), fl = mean_sd(g.flip);
+    t.add_row(std::vector<Cell>{task, attention, double(heads), double(g.models), double(g.above), pooled,
+                                g.above ? share.second : kNaN, acc.first, acc.second, sp.first, sp.second, fl.first,
+                                fl.second});
+  }
+  return t;
+}
+
+Table runs_table(const std::vector<json>& records, const std::vector<std::string>& folders) {
+  Table t({"folder", "task", "attention", "heads", "seed", "accuracy", "sink_share", "sparsity", "flip_rate"});
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const json& r = records[i];
+    t.add_row(std::vector<Cell>{i < folders.size() ? folders[i] : std::string(), r.value("task", "?"),
+                                r.value("attention", "?"), double(r.value("heads", 0)),
+                                number_or_nan(r, "seed"), number_or_nan(r, "accuracy"), number_or_nan(r, "sink_share"),
+                                number_or_nan(r, "sparsity_mean"), number_or_nan(r, "flip_rate_mean")});
+  }
+  return t;
+}
+
+namespace {
+
+void plot_study(const std::filesystem::path& dir) {
+  const Table t = Table::read_csv_file((dir / "study.csv").string());
+  plot::Figure fig;
+  fig.title = "attention sinks per attention kind (mean +- sd over seeds)";
+  fig.columns = 3;
+  plot::Panel share{"share of sink heads, last layer (models above accuracy threshold)", "heads", "share", false, false,
+                    {}, {}, std::nullopt, std::pair<double, double>{-0.05, 1.05}};
+  plot::Panel acc{"accuracy", "heads", "accuracy", false, false, {}, {}, std::nullopt,
+                  std::pair<double, double>{0, 1.05}};
+  plot::Panel sp{"sparsity (mean largest share of a row)", "heads", "sparsity", false, false, {}, {}, std::nullopt,
+                 std::pair<double, double>{0, 1.05}};
+  std::map<std::string, std::array<plot::Series, 3>> by_kind;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    const std::string label = t.text(i, "task") + " " + t.text(i, "attention");
+    auto& s = by_kind[label];
+    for (auto& x : s) {
+      x.label = label;
+      x.style = plot::Style::errorbars;
+    }
+    // Offset the kinds a little along the x axis so that their error bars do not overlap.
+    const double x = t.number(i, "heads") * (1.0 + 0.03 * double(std::distance(by_kind.begin(), by_kind.find(label))));
+    const double cols[3][2] = {{t.number(i, "sink_share"), t.number(i, "sink_share_sd")},
+                               {t.number(i, "accuracy"), t.number(i, "accuracy_sd")},
+                               {t.number(i, "sparsity"), t.number(i, "sparsity_sd")}};
+    for (int k = 0; k < 3; ++k) {
+      s[k].x.push_back(x);
+      s[k].y.push_back(cols[k][0]);
+      s[k].yerr.push_back(std::isfinite(cols[k][1]) ? cols[k][1] : 0.0);
+    }
+  }
+  for (auto& [label, s] : by_kind) {
+    share.series.push_back(s[0]);
+    acc.series.push_back(s[1]);
+    sp.series.push_back(s[2]);
+  }
+  acc.hlines.push_back({0.95, "accuracy threshold"});
+  fig.panels = {share, acc, sp};
+  plot::render(fig, dir / "sink_share");
+}
+
+void plot_run(const std::filesystem::path& dir) {
+  const json run = json::parse(read_file(dir / "run.json"));
+  const json cfg = run.value("config", json::object());
+  const std::string what = fmt::format("{} / {}", cfg.value("task", "?"), cfg.value("attention", "?"));
+  if (std::filesystem::exists(dir / "sim.csv")) {
+    const Table c = Table::read_csv_file((dir / "sim.csv").string());
+    plot::Figure fig;
+    fig.title = "training: " + what;
+    plot::Panel loss{"loss", "step", "cross-entropy", false, true, {}, {}, std::nullopt, std::nullopt};
+    plot::Panel acc{"accuracy (evaluation set)", "step", "accuracy", false, false, {}, {}, std::nullopt,
+                    std::pair<double, double>{0, 1.02}};
+    loss.series.push_back({"train", c.numbers("step"), c.numbers("train_loss"), {}, plot::Style::linespoints, 0});
+    loss.series.push_back({"evaluation", c.numbers("step"), c.numbers("eval_loss"), {}, plot::Style::linespoints, 1});
+    acc.series.push_back({"accuracy", c.numbers("step"), c.numbers("accuracy"), {}, plot::Style::linespoints, 2});
+    fig.panels = {loss, acc};
+    plot::render(fig, dir / "training");
+  }
+  if (!std::filesystem::exists(dir / "sink_heads.csv")) return;
+  const Table h = Table::read_csv_file((dir / "sink_heads.csv").string());
+  int layers = 0, heads = 0;
+  for (std::size_t i = 0; i < h.rows(); ++i) {
+    layers = std::max(layers, int(h.number(i, "layer")) + 1);
+    heads = std::max(heads, int(h.number(i, "head")) + 1);
+  }
+  plot::Figure fig;
+  fig.title = "heads: " + what;
+  plot::Panel sink{"sink score (mass on BOS, rows 1..L-3)", "head", "sink score", false, false, {}, {},
+                   std::pair<double, double>{-0.5, heads - 0.5}, std::pair<double, double>{0, 1.02}};
+  plot::Panel sp{"sparsity", "head", "mean largest share", false, false, {}, {},
+                 std::pair<double, double>{-0.5, heads - 0.5}, std::pair<double, double>{0, 1.02}};
+  for (int l = 0; l < layers; ++l) {
+    plot::Series a{fmt::format("layer {}", l + 1), {}, {}, {}, plot::Style::linespoints, l};
+    plot::Series b = a;
+    for (std::size_t i = 0; i < h.rows(); ++i)
+      if (int(h.number(i, "layer")) == l) {
+        a.x.push_back(h.number(i, "head"));
+        a.y.push_back(h.number(i, "sink_score"));
+        b.x.push_back(h.number(i, "head"));
+        b.y.push_back(h.number(i, "sparsity"));
+      }
+    sink.series.push_back(a);
+    sp.series.push_back(b);
+  }
+  sink.hlines.push_back({cfg.value("sink_threshold", 0.9), "sink threshold"});
+  fig.panels = {sink, sp};
+  plot::render(fig, dir / "heads");
+
+  if (!std::filesystem::exists(dir / "attention.csv")) return;
+  const Table a = Table::read_csv_file((dir / "attention.csv").string());
+  int L = 0;
+  for (std::size_t i = 0; i < a.rows(); ++i) L = std::max(L, int(a.number(i, "query")) + 1);
+  for (int hd = 0; hd < heads; ++hd) {
+    plot::Heatmap hm;
+    hm.title = fmt::format("{}: layer {} head {}, mean attention", what, layers, hd);
+    hm.xlabel = "key position";
+    hm.ylabel = "query position";
+    hm.zlabel = "weight";
+    for (int i = 0; i < L; ++i) {
+      hm.x.push_back(i);
+      hm.y.push_back(i);
+    }
+    hm.z = Eigen::MatrixXd::Constant(L, L, kNaN);
+    for (std::size_t i = 0; i < a.rows(); ++i)
+      if (int(a.number(i, "layer")) == layers - 1 && int(a.number(i, "head")) == hd)
+        hm.z(int(a.number(i, "key")), int(a.number(i, "query"))) = a.number(i, "weight");
+    plot::Figure f;
+    f.heatmap = hm;
+    f.panel_width = 480;
+    plot::render(f, dir / fmt::format("attention_layer{}_head{}", layers, hd));
+  }
+}
+
+}  // namespace
+
+void plot_sinks_folder(const std::filesystem::path& dir) {
+  if (std::filesystem::exists(dir / "study.csv"))
+    plot_study(dir);
+  else
+    plot_run(dir);
+}
+
+}  // namespace hdat::sinks
