@@ -9,6 +9,7 @@
 namespace hdat {
 
 void register_models();
+void register_polarization(class Registry& r);  // validation/polarization/register.cpp
 
 struct ExtraCommand {
   CLI::App* app;

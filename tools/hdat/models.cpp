@@ -10,6 +10,7 @@ void register_models() {
   if (done) return;
   done = true;
   Registry& r = registry();
+  register_polarization(r);
   (void)r;
 }
 

@@ -1,0 +1,38 @@
+#pragma once
+// The observables of the spec, per time, computed the same way from the reduced flow, the full flow
+// and gradient descent (so curve.csv, sim.csv and the comparison read the same columns):
+//   t, loss, z, entropy, top_gap, V_norm, s_i..., u_i..., a_i...
+// then: top (index of the largest weight), one_minus_s_top (Σ_{j≠top} s_j), min_gap (smallest gap
+// of the sorted logits), eps_log2t = (1 − s_top) log² t, z_minus_logt = z − log t, mean_a, a_norm2,
+// normaliser (F = Σ f(a_j); softmax: log Σ e^{a_j}), top_col_norm = |V e_top|,
+// max_other_col_norm = max_{j≠top} |V e_j|, and Q_i_j (i ≤ j) for the square loss.
+#include <Eigen/Dense>
+#include <string>
+#include <vector>
+
+#include "theory/polarization/model.hpp"
+
+namespace hdat::polarization {
+
+/// What a flow or a simulator measures at one time.
+struct Measured {
+  Eigen::VectorXd logits;  ///< a (value model) or U a (tied)
+  Eigen::VectorXd s;       ///< σ(logits)
+  Eigen::VectorXd u;       ///< Vᵀ b (b = β*, Xᵀy or p*)
+  double loss = 0, z = 0, V_norm = 0, normaliser = 0;
+  double top_col_norm = 0, max_other_col_norm = 0;
+  Eigen::MatrixXd Q;       ///< VᵀV (square loss, value model)
+};
+
+/// Does this configuration output Q_i_j columns?
+bool has_Q_columns(const Config& c);
+
+std::vector<std::string> observable_columns(const Config& c);
+std::vector<double> observable_row(const Config& c, double t, const Measured& m);
+
+/// Smallest gap between consecutive sorted logits.
+double min_consecutive_gap(const Eigen::VectorXd& a);
+/// logits[top] − max_{j≠top} logits[j], top = argmax s.
+double top_gap(const Eigen::VectorXd& logits, int top);
+
+}  // namespace hdat::polarization

@@ -1,0 +1,560 @@
+#include "validation/polarization/claims.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "hdat/core/error.hpp"
+#include "hdat/core/integrate.hpp"
+#include "theory/polarization/curve.hpp"
+#include "theory/polarization/instance.hpp"
+#include "theory/polarization/model.hpp"
+#include "validation/polarization/compare.hpp"
+#include "validation/polarization/gd.hpp"
+
+namespace hdat::polarization {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Checks {
+  Table table{{"check", "measured", "reference", "tolerance", "pass", "note"}};
+  bool all = true;
+  void add(const std::string& name, double measured, double reference, double tol, bool pass, const std::string& note = "") {
+    table.add_row(std::vector<Cell>{name, measured, reference, tol, pass ? 1.0 : 0.0, note});
+    all = all && pass;
+  }
+  void near(const std::string& name, double measured, double reference, double tol, const std::string& note = "") {
+    add(name, measured, reference, tol, std::fabs(measured - reference) <= tol, note);
+  }
+};
+
+Params apply_preset(const Params& p, const nlohmann::json& preset) {
+  nlohmann::json over = nlohmann::json::object();
+  for (auto it = preset.begin(); it != preset.end(); ++it) {
+    const ParamSpec* s = p.set().find(it.key());
+    if (!s) throw std::logic_error("claim preset names an unknown key " + it.key());
+    if (p.flat().at(it.key()) == s->default_value) over[it.key()] = it.value();
+  }
+  return p.with(over);
+}
+
+Config config_of(const Params& p) {
+  check(p);
+  return Config::from(p);
+}
+
+std::vector<double> block(const Table& t, std::size_t r, const std::string& prefix, int T) {
+  std::vector<double> v(T);
+  for (int i = 0; i < T; ++i) v[i] = t.number(r, fmt::format("{}_{}", prefix, i));
+  return v;
+}
+
+// Row of `t` at time tt (relative 1e-12), or -1.
+long row_at(const Table& t, double tt) {
+  for (std::size_t r = 0; r < t.rows(); ++r)
+    if (std::fabs(t.number(r, "t") - tt) <= 1e-12 * std::max(1.0, tt)) return static_cast<long>(r);
+  return -1;
+}
+
+double s_max_at(const Table& t, double tt) {
+  const long r = row_at(t, tt);
+  return r < 0 ? kNaN : 1.0 - t.number(r, "one_minus_s_top");
+}
+
+std::vector<double> with_times(std::vector<double> times, const std::vector<double>& extra) {
+  times.insert(times.end(), extra.begin(), extra.end());
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  return times;
+}
+
+std::vector<double> times_up_to(const std::vector<double>& times, double t_max) {
+  std::vector<double> out;
+  for (double t : times)
+    if (t <= t_max * (1 + 1e-12)) out.push_back(t);
+  return out;
+}
+
+nlohmann::json solver_of(const CurveResult& r) { return r.info["solver"]; }
+
+std::string run_label(const std::string& what, const Config& c) {
+  return fmt::format("{} (T = {}, d = {}, {} loss, {})", what, c.T, c.d, name(c.loss), name(c.normalization));
+}
+
+// ------------------------------------------------------------------------------------------------
+ClaimResult claim_order(const Params& p0, bool quiet) {
+  ClaimResult R;
+  const Params p = apply_preset(p0, claim_preset("order"));
+  const Config c = config_of(p);
+  const Instance in = make_instance(c);
+  CurveResult cur = theory_curve(c, in);
+  GdOptions o;
+  o.lr = c.lr;
+  o.times = times_up_to(c.times, std::min(c.t_max, 1e5));
+  o.quiet = quiet;
+  GdRun gd = gradient_descent(c, in, o);
+  Checks ch;
+  const int T = c.T;
+  std::vector<int> rank(T);  // tokens by decreasing u(0)
+  std::iota(rank.begin(), rank.end(), 0);
+  std::sort(rank.begin(), rank.end(), [&](int i, int j) { return in.u0(i) > in.u0(j); });
+  // No crossing: for t > 0 every pair keeps the order of u(0), in a and in u.
+  auto crossings = [&](const Table& t) {
+    long bad = 0;
+    for (std::size_t r = 0; r < t.rows(); ++r) {
+      if (!(t.number(r, "t") > 0)) continue;
+      const auto a = block(t, r, "a", T), u = block(t, r, "u", T);
+      for (int k = 0; k + 1 < T; ++k) {
+        if (!(a[rank[k]] > a[rank[k + 1]])) ++bad;
+        if (!(u[rank[k]] > u[rank[k + 1]])) ++bad;
+      }
+    }
+    return static_cast<double>(bad);
+  };
+  ch.add("order of a and u kept (flow): pairs out of the order of u(0)", crossings(cur.table), 0, 0, crossings(cur.table) == 0,
+         "Theorem: no crossing, for all t > 0");
+  ch.add("order of a and u kept (GD, t <= 1e5): pairs out of order", crossings(gd.table), 0, 0, crossings(gd.table) == 0);
+  // Gaps between consecutive tokens in that order: gap_0 is the top gap.
+  Table gaps([&] {
+    std::vector<std::string> cols = {"t"};
+    for (int k = 0; k + 1 < T; ++k) cols.push_back(fmt::format("gap_{}", k));
+    return cols;
+  }());
+  for (std::size_t r = 0; r < cur.table.rows(); ++r) {
+    const double t = cur.table.number(r, "t");
+    if (!(t > 0)) continue;
+    const auto a = block(cur.table, r, "a", T);
+    std::vector<double> row = {t};
+    for (int k = 0; k + 1 < T; ++k) row.push_back(a[rank[k]] - a[rank[k + 1]]);
+    gaps.add_row(row);
+  }
+  const auto tt = gaps.numbers("t");
+  const auto g0 = gaps.numbers("gap_0");
+  long decreases = 0;
+  for (std::size_t i = 1; i < g0.size(); ++i)
+    if (g0[i] < g0[i - 1] - 1e-12 * std::fabs(g0[i - 1])) ++decreases;
+  ch.add("top gap never decreases (steps down)", static_cast<double>(decreases), 0, 0, decreases == 0, "Theorem: the top gap grows");
+  const std::size_t n = g0.size();
+  std::size_t i_decade = 0;
+  while (i_decade + 1 < n && tt[i_decade] < tt[n - 1] / 10) ++i_decade;
+  ch.add(fmt::format("top gap still growing in the last decade (gap(t_max) − gap(t_max/10))"), g0[n - 1] - g0[i_decade], 0, 0,
+         g0[n - 1] - g0[i_decade] > 0, fmt::format("top gap {:.4g} at t = {:g}: unbounded, like log log² t", g0[n - 1], tt[n - 1]));
+  for (int k = 1; k + 1 < T; ++k) {
+    const auto g = gaps.numbers(fmt::format("gap_{}", k));
+    const auto peak = std::max_element(g.begin(), g.end()) - g.begin();
+    const bool rise_then_shrink = tt[peak] < tt[n - 1] / 10 && g[n - 1] < g[peak] && g[peak] > g[0];
+    ch.add(fmt::format("non-top gap a_{} − a_{} rises then shrinks (peak at t)", rank[k], rank[k + 1]), tt[peak], kNaN, kNaN, rise_then_shrink,
+           fmt::format("peak {:.4g}, at t_max {:.4g}", g[peak], g[n - 1]));
+  }
+  R.series["curve.csv"] = cur.table;
+  R.series["sim.csv"] = gd.table;
+  R.series["gaps.csv"] = gaps;
+  R.info["flow_solver"] = solver_of(cur);
+  R.info["gradient_descent"] = gd.to_json();
+  R.info["instance"] = in.record(c);
+  R.checks = ch.table;
+  R.all_pass = ch.all;
+  R.summary = fmt::format("order preservation and the top gap: {}\n", run_label("logistic toy", c));
+  return R;
+}
+
+// ------------------------------------------------------------------------------------------------
+ClaimResult claim_polarization(const Params& p0, bool quiet) {
+  ClaimResult R;
+  const Params p = apply_preset(p0, claim_preset("polarization"));
+  Config c = config_of(p);
+  const Instance in = make_instance(c);
+  const std::vector<double> marks = {1e2, 1e3, 1e4, 1e5, 1e10, 1e20, 1e50, 1e100, 1e200};
+  c.times = with_times(c.times, times_up_to(marks, c.t_max));
+  CurveResult cur = theory_curve(c, in);
+  GdOptions o;
+  o.lr = c.lr;
+  o.times = with_times(times_up_to(c.times, 1e6 * c.lr), {1e3 * c.lr, 1e4 * c.lr, 1e5 * c.lr, 1e6 * c.lr});
+  o.quiet = quiet;
+  GdRun gd = gradient_descent(c, in, o);
+  Checks ch;
+  Eigen::Index w = 0;
+  in.u0.maxCoeff(&w);
+  const Table& ft = cur.table;
+  const std::size_t last = ft.rows() - 1;
+  ch.add("winner = argmax u(0)", ft.number(last, "top"), static_cast<double>(w), 0, ft.number(last, "top") == static_cast<double>(w),
+         "spec: index 6 for the toy");
+  // The spec's reference numbers (NumPy re-run; stated to 4 or 5 digits: half a unit of the last digit).
+  const bool toy = c.init == Init::numpy && c.seed == 123 && c.T == 8 && c.d == 8 && c.V0_std == 0.1 && c.lr == 0.1;
+  if (toy) {
+    const double ode_ref[] = {0.2327, 0.8752, 0.9526, 0.97492}, gd_ref[] = {0.2321, 0.8748, 0.9525, 0.97489};
+    const double tol[] = {5e-5, 5e-5, 5e-5, 5e-6};
+    for (int i = 0; i < 4; ++i) {
+      const double t = std::pow(10.0, i + 2);
+      ch.near(fmt::format("flow s_max at t = {:g}", t), s_max_at(ft, t), ode_ref[i], tol[i], "spec reference (reduced ODE)");
+    }
+    for (int i = 0; i < 4; ++i) {
+      const double steps = std::pow(10.0, i + 3);
+      ch.near(fmt::format("GD s_max after {:g} steps (lr 0.1)", steps), s_max_at(gd.table, steps * c.lr), gd_ref[i], tol[i], "spec reference (GD)");
+    }
+    ch.near("1 − s_top at t = 1e5 (flow)", 1 - s_max_at(ft, 1e5), 0.025, 5e-4, "spec: still 0.025 at t = 1e5 for T = 8");
+  }
+  // Rates: (1 − s_top) log² t → 2b(T−1)/T and z − log t → log b, approached like 1/log t.
+  const double lim = 2.0 * c.b() * (c.T - 1) / c.T;
+  std::vector<double> eps;
+  for (double t : marks) {
+    const long r = row_at(ft, t);
+    if (r < 0 || t < 1e10) continue;
+    eps.push_back(ft.number(r, "eps_log2t"));
+    ch.add(fmt::format("(1 − s_top) log² t at t = {:g}", t), eps.back(), lim, kNaN, eps.back() > lim,
+           "approaches 2b(T−1)/T from above");
+  }
+  bool toward = eps.size() >= 2;
+  for (std::size_t i = 1; i < eps.size(); ++i) toward = toward && std::fabs(eps[i] - lim) < std::fabs(eps[i - 1] - lim);
+  ch.add("(1 − s_top) log² t moves monotonically toward 2b(T−1)/T", eps.empty() ? kNaN : eps.back(), lim, kNaN, toward,
+         "the trend, not a threshold: corrections are O(1/log t)");
+  const double zl = ft.number(last, "z_minus_logt");
+  ch.near(fmt::format("z − log t at t = {:g}", ft.number(last, "t")), zl, std::log(c.b()), 1e-6, "z ≈ log t (logarithmically slow loss decay)");
+  // u_j (j ≠ top) level off while u_top ~ log t grows without bound.
+  const long r20 = row_at(ft, 1e20);
+  if (r20 >= 0 && ft.number(last, "t") > 1e20) {
+    const auto u20 = block(ft, r20, "u", c.T), uL = block(ft, last, "u", c.T);
+    double moved = 0;
+    for (int j = 0; j < c.T; ++j)
+      if (j != w) moved = std::max(moved, std::fabs(uL[j] - u20[j]));
+    const double top_moved = uL[w] - u20[w];
+    ch.add(fmt::format("max_(j≠top) |u_j(t_max) − u_j(1e20)| (u_top moved {:.4g})", top_moved), moved, 0, 1e-3 * top_moved, moved < 1e-3 * top_moved,
+           "u_j (j ≠ top) converge; u_top ≈ log t: the winner's value norm is the massive activation");
+    ch.near("u_top − log t at t_max", uL[w] - std::log(ft.number(last, "t")), std::log(c.b()), 1e-3);
+  }
+  R.series["curve.csv"] = cur.table;
+  R.series["sim.csv"] = gd.table;
+  R.info["flow_solver"] = solver_of(cur);
+  R.info["gradient_descent"] = gd.to_json();
+  R.info["instance"] = in.record(c);
+  R.checks = ch.table;
+  R.all_pass = ch.all;
+  R.summary = fmt::format("polarisation to argmax u(0) with logarithmic rates: {}; flow to t = {:g} in {} rhs calls\n",
+                          run_label("logistic toy", c), ft.number(last, "t"), cur.flow.summary.rhs_calls);
+  return R;
+}
+
+// ------------------------------------------------------------------------------------------------
+ClaimResult claim_square(const Params& p0, bool quiet) {
+  ClaimResult R;
+  const Params p = apply_preset(p0, claim_preset("square"));
+  Config c = config_of(p);
+  const Instance in = make_instance(c);
+  Checks ch;
+  // A: square loss from the toy's initial condition; B: logistic loss from the same one.
+  c.times = with_times(c.times, times_up_to({1e5, 1e6}, c.t_max));
+  CurveResult sq = theory_curve(c, in);
+  const Config cl = config_of(p.with({{"loss", "logistic"}}));
+  Config clt = cl;
+  clt.times = c.times;
+  const Instance inl = make_instance(clt);
+  CurveResult lg = theory_curve(clt, inl);
+  GdOptions o;
+  o.lr = c.lr;
+  o.times = times_up_to(c.times, 1e4);
+  o.quiet = quiet;
+  GdRun gd = gradient_descent(c, in, o);
+  const std::size_t L = sq.table.rows() - 1;
+  const double s_top = 1 - sq.table.number(L, "one_minus_s_top");
+  ch.add("square loss: s_top(t_max) is interior (1/T < s_top < 0.99)", s_top, kNaN, kNaN, s_top > 1.0 / c.T + 1e-3 && s_top < 0.99,
+         fmt::format("logistic from the same start: s_top = {:.6f}", 1 - lg.table.number(lg.table.rows() - 1, "one_minus_s_top")));
+  const long r5 = row_at(sq.table, 1e5), r6 = row_at(sq.table, 1e6);
+  if (r5 >= 0 && r6 >= 0) {
+    double ds = 0;
+    const auto s5 = block(sq.table, r5, "s", c.T), s6 = block(sq.table, r6, "s", c.T);
+    for (int i = 0; i < c.T; ++i) ds = std::max(ds, std::fabs(s6[i] - s5[i]));
+    ch.add("square loss: weights frozen, max |s(1e6) − s(1e5)|", ds, 0, 1e-8, ds < 1e-8, "the residual decays exponentially: the drive on a switches off");
+  }
+  ch.add("square loss: loss at t_max (exponential decay, round-off floor ~1e-16)", sq.table.number(L, "loss"), 0, 1e-14,
+         std::fabs(sq.table.number(L, "loss")) < 1e-14);
+  // GD tracks the square-loss flow.
+  const Gap g = gap_between(c, gd.table, sq.table, 1e4);
+  ch.add(fmt::format("GD (lr {:g}) against the flow, t <= 1e4: max |Δs|", c.lr), g.s, 0, 0.01, g.s < 0.01, "O(η) gap (see `hdat validate`)");
+  // C: from V(0) = 0, a(0) = 0 the weights stay exactly uniform (a symmetry breaker is needed).
+  Config cz = config_of(p.with({{"init", "explicit"}, {"u0", std::vector<double>(c.T, 0.0)}, {"a0", std::vector<double>(c.T, 0.0)}}));
+  cz.times = c.times;
+  const Instance inz = make_instance(cz);
+  CurveResult zero = theory_curve(cz, inz);
+  double dev = 0, amax = 0;
+  for (std::size_t r = 0; r < zero.table.rows(); ++r) {
+    for (double s : block(zero.table, r, "s", c.T)) dev = std::max(dev, std::fabs(s - 1.0 / c.T));
+    for (double a : block(zero.table, r, "a", c.T)) amax = std::max(amax, std::fabs(a));
+  }
+  ch.add("V(0) = 0, a(0) = 0: max_t |s_i − 1/T| (weights stay uniform)", dev, 0, 1e-14, dev <= 1e-14, fmt::format("max |a| = {:.3g}; loss at t_max {:.3g}", amax, zero.table.number(zero.table.rows() - 1, "loss")));
+  // D: a rank-one start V(0) = β* v0ᵀ stays rank one: Q = u uᵀ / b.
+  Config cr = config_of(p.with({{"init", "explicit"}, {"u0", std::vector<double>(in.u0.data(), in.u0.data() + c.T)}}));
+  cr.times = c.times;
+  const Instance inr = make_instance(cr);
+  CurveResult r1 = theory_curve(cr, inr);
+  double rank_res = 0;
+  for (std::size_t r = 0; r < r1.table.rows(); ++r) {
+    const auto u = block(r1.table, r, "u", c.T);
+    for (int i = 0; i < c.T; ++i)
+      for (int j = i; j < c.T; ++j)
+        rank_res = std::max(rank_res, std::fabs(r1.table.number(r, fmt::format("Q_{}_{}", i, j)) - u[i] * u[j] / c.b()));
+  }
+  ch.add("rank-one start stays rank one: max_t |Q − u uᵀ/b|", rank_res, 0, 1e-8, rank_res < 1e-8, "V = β* vᵀ for all t");
+  R.series["curve.csv"] = sq.table;
+  R.series["sim.csv"] = gd.table;
+  R.series["logistic.csv"] = lg.table;
+  R.series["uniform.csv"] = zero.table;
+  R.info["flow_solver"] = solver_of(sq);
+  R.info["instance"] = in.record(c);
+  R.checks = ch.table;
+  R.all_pass = ch.all;
+  R.summary = fmt::format("partial polarisation under the square loss: {}\n", run_label("toy", c));
+  return R;
+}
+
+// ------------------------------------------------------------------------------------------------
+ClaimResult claim_regression(const Params& p0, bool quiet) {
+  ClaimResult R;
+  const Params p = apply_preset(p0, claim_preset("regression"));
+  Checks ch;
+  const double ref[] = {0.053, 0.098, 0.631, 0.868, 0.939};
+  Table summary({"kappa", "s_max_gd", "s_max_flow", "reference", "cond_measured", "flow_rhs_calls"});
+  double prev = 0;
+  bool increasing = true;
+  nlohmann::json solvers = nlohmann::json::array();
+  for (int kappa = 1; kappa <= 5; ++kappa) {
+    Config c = config_of(p.with({{"kappa", kappa}}));
+    const Instance in = make_instance(c);
+    GdOptions o;
+    o.lr = c.lr;
+    o.times = c.times;
+    o.quiet = quiet;
+    GdRun gd = gradient_descent(c, in, o);
+    CurveResult fl = theory_curve(c, in);
+    const double sg = 1 - gd.table.number(gd.table.rows() - 1, "one_minus_s_top");
+    const double sf = 1 - fl.table.number(fl.table.rows() - 1, "one_minus_s_top");
+    const bool spec_setup = c.init == Init::numpy && c.seed == 123 && c.T == 20 && c.d == 20 && c.n == 20 && c.lr == 1e-3 &&
+                            std::fabs(c.t_max - 300) < 1e-9 && c.V0_std == 1e-5 && c.a0_std == 1e-3;
+    if (spec_setup) ch.near(fmt::format("κ = {}: GD max weight after 3e5 steps", kappa), sg, ref[kappa - 1], 5e-4, "spec reference");
+    ch.add(fmt::format("κ = {}: flow max weight at t = {:g} (GD {:.4f})", kappa, c.t_max, sg), sf, sg, 0.01, std::fabs(sf - sg) < 0.01,
+           "the full (W, a) gradient flow");
+    increasing = increasing && sg > prev;
+    prev = sg;
+    summary.add_row(std::vector<double>{static_cast<double>(kappa), sg, sf, spec_setup ? ref[kappa - 1] : kNaN, in.record(c)["design_condition_number"].get<double>(),
+                     static_cast<double>(fl.flow.summary.rhs_calls)});
+    R.series[fmt::format("sim_kappa{}.csv", kappa)] = gd.table;
+    R.series[fmt::format("curve_kappa{}.csv", kappa)] = fl.table;
+    solvers.push_back(fl.info["solver"]);
+  }
+  ch.add("max weight grows with κ", prev, kNaN, kNaN, increasing, "slower fitting keeps the drive on a switched on longer");
+  R.series["regression.csv"] = summary;
+  R.info["flow_solvers"] = solvers;
+  R.checks = ch.table;
+  R.all_pass = ch.all;
+  R.summary = "regression |y − X W s|² with a design of condition number κ = 1..5: partial polarisation grows with κ\n";
+  return R;
+}
+
+// ------------------------------------------------------------------------------------------------
+ClaimResult claim_normalizations(const Params& p0, bool quiet) {
+  ClaimResult R;
+  const Params p = apply_preset(p0, claim_preset("normalizations"));
+  Checks ch;
+  Table summary({"normalization", "gd_s_max", "gd_s_min", "gd_one_minus_top", "flow_s_max", "flow_s_min", "flow_one_minus_top",
+                 "flow_t_reached", "flow_events", "gd_events"});
+  nlohmann::json events = nlohmann::json::object();
+  for (const std::string nm : {"softmax", "square", "relu", "l1", "sum", "sigmoid", "elementwise_relu"}) {
+    const Config c = config_of(p.with({{"normalization", nm}}));
+    const Instance in = make_instance(c);
+    GdOptions o;
+    o.lr = c.lr;
+    o.times = c.times;
+    o.quiet = quiet;
+    GdRun gd = gradient_descent(c, in, o);
+    CurveResult fl = theory_curve(c, in);
+    const std::size_t lg = gd.table.rows() - 1, lf = fl.table.rows() - 1;
+    const auto sg = block(gd.table, lg, "s", c.T), sf = block(fl.table, lf, "s", c.T);
+    const double gmax = *std::max_element(sg.begin(), sg.end()), gmin = *std::min_element(sg.begin(), sg.end());
+    const double fmax = *std::max_element(sf.begin(), sf.end()), fmin = *std::min_element(sf.begin(), sf.end());
+    const double g1 = gd.table.number(lg, "one_minus_s_top"), f1 = fl.table.number(lf, "one_minus_s_top");
+    summary.add_row(std::vector<Cell>{nm, gmax, gmin, g1, fmax, fmin, f1, fl.table.number(lf, "t"), static_cast<double>(fl.flow.events.size()),
+                                      static_cast<double>(gd.events.size())});
+    events[nm] = {{"flow", fl.info["events"]}, {"gd", gd.events}, {"flow_solver", fl.info["solver"]}};
+    R.series["sim_" + nm + ".csv"] = gd.table;
+    R.series["curve_" + nm + ".csv"] = fl.table;
+    const bool spec_setup = c.init == Init::numpy_target_first && c.seed == 42 && c.T == 10 && c.d == 10 && c.lr == 0.5 &&
+                            std::fabs(c.t_max - 5e4) < 1e-9 && c.a0_mean == 1 && c.a0_std == 0.1 && c.V0_std == 0.1;
+    if (nm == "softmax") {
+      if (spec_setup) ch.near("softmax: GD max weight after 1e5 steps", gmax, 0.976, 5e-4, "spec reference");
+      ch.add("softmax: flow polarises (1 − s_top small and shrinking)", f1, kNaN, kNaN, f1 < 0.05);
+    } else if (nm == "square") {
+      if (spec_setup) ch.near("f(x) = x²: GD 1 − s_top", g1, 2e-8, 5e-9, "spec: ≈ 1 − 2e-8");
+      ch.add("f(x) = x²: flow polarises", f1, kNaN, kNaN, f1 < 1e-4, "mobility ∝ s_i: replicator type");
+    } else if (nm == "relu") {
+      if (spec_setup) ch.add("normalised ReLU: GD one-hot (1 − s_top)", g1, 0, 0, g1 == 0.0, "spec: one-hot");
+      ch.add("normalised ReLU: flow one-hot in finite time (1 − s_top)", f1, 0, 0, f1 == 0.0,
+             fmt::format("{} logits reached 0 in finite time (events)", fl.flow.events.size()));
+    } else if (nm == "sum") {
+      if (spec_setup) {
+        ch.near("f(x) = x: GD smallest weight", gmin, -2.0, 0.5, "spec: weights in [−2, 3.6]: outside the simplex");
+        ch.near("f(x) = x: GD largest weight", gmax, 3.6, 0.05, "spec: weights in [−2, 3.6]");
+      }
+      bool left = false;
+      for (const auto& e : fl.flow.events) left = left || (e.kind == "simplex_boundary" && e.direction < 0);
+      ch.add("f(x) = x: the flow leaves the simplex (event reported)", fmin, kNaN, kNaN, left && fmin < 0);
+    } else if (nm == "sigmoid") {
+      if (spec_setup) {
+        ch.near("element-wise sigmoid: GD smallest weight", gmin, 0.8, 0.05, "spec: ≈ 0.8 on every token (no polarisation)");
+        ch.near("element-wise sigmoid: GD largest weight", gmax, 0.8, 0.05);
+      }
+      ch.add("element-wise sigmoid: flow does not polarise (max − min weight)", fmax - fmin, kNaN, kNaN, fmax - fmin < 0.2);
+    } else if (nm == "elementwise_relu") {
+      const double h = fl.table.number(lf, "entropy");
+      ch.add("element-wise ReLU: flow does not polarise (entropy of s/Σs, log T = " + fmt::format("{:.3f})", std::log(c.T)), h, std::log(c.T), kNaN,
+             h > 0.5 * std::log(c.T));
+    } else if (nm == "l1") {
+      ch.add("l1: 1 − s_top of the flow (reported)", f1, kNaN, kNaN, true,
+             fmt::format("{} logits reached 0 in finite time and were continued as a_i = 0", fl.flow.events.size()));
+    }
+  }
+  R.series["normalizations.csv"] = summary;
+  R.info["events"] = events;
+  R.checks = ch.table;
+  R.all_pass = ch.all;
+  R.summary = "which normalisations polarise: softmax, x², normalised ReLU do; f(x) = x leaves the simplex; element-wise maps do not\n";
+  return R;
+}
+
+// ------------------------------------------------------------------------------------------------
+ClaimResult claim_tied(const Params& p0, bool quiet) {
+  ClaimResult R;
+  const Params p = apply_preset(p0, claim_preset("tied"));
+  Checks ch;
+  Table summary({"D", "s_max_gd", "s_max_flow", "top_col_norm_gd", "max_other_col_norm_gd", "top_col_norm_flow", "flow_rhs_calls"});
+  nlohmann::json solvers = nlohmann::json::array();
+  for (int D : {10, 20, 50, 100}) {
+    const Config c = config_of(p.with({{"T", D}, {"d", D}}));
+    const Instance in = make_instance(c);
+    GdOptions o;
+    o.lr = c.lr;
+    o.times = c.times;
+    o.quiet = quiet;
+    GdRun gd = gradient_descent(c, in, o);
+    CurveResult fl = theory_curve(c, in);
+    const std::size_t lg = gd.table.rows() - 1, lf = fl.table.rows() - 1;
+    const double sg = 1 - gd.table.number(lg, "one_minus_s_top"), sf = 1 - fl.table.number(lf, "one_minus_s_top");
+    const double cg = gd.table.number(lg, "top_col_norm"), og = gd.table.number(lg, "max_other_col_norm");
+    const double cf = fl.table.number(lf, "top_col_norm");
+    const bool spec_setup = c.init == Init::numpy_target_first && c.seed == 42 && c.lr == 0.05 && std::fabs(c.t_max - 500) < 1e-9 &&
+                            c.a0_mean == 1 && c.a0_std == 0.1 && c.U0_scale == 1 && c.loss == Loss::logistic;
+    if (spec_setup) {
+      ch.add(fmt::format("D = {}: GD max weight after 1e4 steps in [0.998, 0.9996]", D), sg, 0.998, 5e-5, sg >= 0.998 - 5e-4 && sg <= 0.9996 + 5e-5,
+             "spec: ≈ 0.998–0.9996 for D = 10..100");
+      ch.near(fmt::format("D = {}: winner's column norm |U e_top| (from 1)", D), cg, 6.3, 0.05, "spec: grows from 1 to ≈ 6.3");
+      ch.near(fmt::format("D = {}: other columns max_(j≠top) |U e_j|", D), og, 1.0, 0.05, "spec: the others stay ≈ 1");
+    }
+    ch.add(fmt::format("D = {}: full flow against GD, |Δ s_max|", D), std::fabs(sf - sg), 0, 0.01, std::fabs(sf - sg) < 0.01);
+    summary.add_row(std::vector<double>{static_cast<double>(D), sg, sf, cg, og, cf, static_cast<double>(fl.flow.summary.rhs_calls)});
+    R.series[fmt::format("sim_D{}.csv", D)] = gd.table;
+    R.series[fmt::format("curve_D{}.csv", D)] = fl.table;
+    solvers.push_back(fl.info["solver"]);
+  }
+  R.series["tied.csv"] = summary;
+  R.info["flow_solvers"] = solvers;
+  R.checks = ch.table;
+  R.all_pass = ch.all;
+  R.summary = "tied model β = U σ(U a): one growing value column (massive activation)\n";
+  return R;
+}
+
+// ------------------------------------------------------------------------------------------------
+ClaimResult claim_sign(const Params& p0, bool quiet) {
+  ClaimResult R;
+  const Params p = apply_preset(p0, claim_preset("sign"));
+  Checks ch;
+  for (int sign : {1, -1}) {
+    const Config c = config_of(p.with({{"replicator_sign", sign}}));
+    const Instance in = make_instance(c);
+    Validation v = validate(c, in, quiet);
+    const std::string tag = sign > 0 ? "plus" : "minus";
+    R.series["convergence_" + tag + ".csv"] = v.convergence;
+    R.series["validate_" + tag + ".csv"] = v.comparison;
+    R.series["curve_" + tag + ".csv"] = v.theory.table;
+    if (sign > 0) R.series["sim.csv"] = v.runs.front().table;
+    const double gap = v.gaps.back().total;
+    if (sign > 0)
+      ch.add("da/dt = +γ C(s) u (derived): validate agrees; gap at the smallest η", gap, kNaN, c.tolerance, v.agree,
+             fmt::format("orders {:.2f}", v.orders.empty() ? kNaN : v.orders.back()));
+    else
+      ch.add("da/dt = −γ C(s) u (the sign reportedly printed): validate disagrees; gap at the smallest η", gap, kNaN, c.tolerance, !v.agree,
+             v.failures.empty() ? "" : v.failures.front());
+    R.info[tag] = v.info["verdict"];
+  }
+  R.checks = ch.table;
+  R.all_pass = ch.all;
+  R.summary = "the sign of the replicator term: the chain rule's +γ agrees with gradient descent, −γ does not\n";
+  return R;
+}
+
+}  // namespace
+
+nlohmann::json claim_preset(const std::string& claim) {
+  const nlohmann::json toy = {{"loss", "logistic"}, {"normalization", "softmax"}, {"init", "numpy"}, {"seed", 123}, {"T", 8}, {"d", 8},
+                              {"V0_std", 0.1}, {"lr", 0.1}};
+  nlohmann::json j = toy;
+  if (claim == "order") {
+    j["t_max"] = 1e20;
+    j["points"] = 400;
+  } else if (claim == "polarization") {
+    j["t_max"] = 1e200;
+    j["points"] = 600;
+  } else if (claim == "square") {
+    j["loss"] = "square";
+    j["t_max"] = 1e6;
+    j["points"] = 300;
+  } else if (claim == "regression") {
+    j = {{"loss", "regression"}, {"normalization", "softmax"}, {"init", "numpy"}, {"seed", 123}, {"T", 20}, {"d", 20}, {"n", 20},
+         {"V0_std", 1e-5}, {"a0_std", 1e-3}, {"lr", 1e-3}, {"t_max", 300}, {"t_min", 1e-3}, {"points", 200}};
+  } else if (claim == "normalizations") {
+    j = {{"loss", "logistic"}, {"init", "numpy_target_first"}, {"seed", 42}, {"T", 10}, {"d", 10}, {"V0_std", 0.1}, {"a0_mean", 1.0},
+         {"a0_std", 0.1}, {"lr", 0.5}, {"t_max", 5e4}, {"points", 200}};
+  } else if (claim == "tied") {
+    j = {{"architecture", "tied"}, {"loss", "logistic"}, {"normalization", "softmax"}, {"init", "numpy_target_first"}, {"seed", 42},
+         {"a0_mean", 1.0}, {"a0_std", 0.1}, {"U0_scale", 1.0}, {"lr", 0.05}, {"t_max", 500}, {"t_min", 0.05}, {"points", 150}};
+  } else if (claim == "sign") {
+    j["t_max"] = 1e3;
+    j["points"] = 60;
+    j["halvings"] = 2;
+  } else {
+    throw InputError("claim", "unknown claim '" + claim + "'; allowed: order|polarization|square|regression|normalizations|tied|sign");
+  }
+  return j;
+}
+
+ClaimResult run_claim(const std::string& claim, const Params& p, bool quiet) {
+  ClaimResult R;
+  if (claim == "order") R = claim_order(p, quiet);
+  else if (claim == "polarization") R = claim_polarization(p, quiet);
+  else if (claim == "square") R = claim_square(p, quiet);
+  else if (claim == "regression") R = claim_regression(p, quiet);
+  else if (claim == "normalizations") R = claim_normalizations(p, quiet);
+  else if (claim == "tied") R = claim_tied(p, quiet);
+  else if (claim == "sign") R = claim_sign(p, quiet);
+  else throw InputError("claim", "unknown claim '" + claim + "'");
+  R.info["claim"] = claim;
+  R.info["setup"] = apply_preset(p, claim_preset(claim)).nested();
+  long passed = 0;
+  for (std::size_t r = 0; r < R.checks.rows(); ++r) passed += R.checks.number(r, "pass") == 1.0;
+  R.info["checks_passed"] = passed;
+  R.info["checks"] = R.checks.rows();
+  std::string s = R.summary;
+  for (std::size_t r = 0; r < R.checks.rows(); ++r) {
+    const double ref = R.checks.number(r, "reference");
+    s += fmt::format("  [{}] {}: {:.6g}{}\n", R.checks.number(r, "pass") == 1.0 ? "ok" : "FAIL", R.checks.text(r, "check"),
+                     R.checks.number(r, "measured"), std::isfinite(ref) ? fmt::format(" (reference {:g})", ref) : "");
+  }
+  s += fmt::format("  {} of {} checks pass\n", passed, R.checks.rows());
+  R.summary = s;
+  return R;
+}
+
+}  // namespace hdat::polarization
