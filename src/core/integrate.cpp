@@ -381,7 +381,9 @@ std::vector<double> log_spaced(double t_min, double t_max, int n, bool with_zero
     return out;
   }
   const double a = std::log(t_min), b = std::log(t_max);
-  for (int i = 0; i < n; ++i) out.push_back(i == n - 1 ? t_max : std::exp(a + (b - a) * i / (n - 1)));
+  // Rounded to 12 significant digits so that grid times print as written (0.2, not 0.19999999999999998).
+  auto tidy = [](double v) { return std::stod(fmt::format("{:.12g}", v)); };
+  for (int i = 0; i < n; ++i) out.push_back(i == n - 1 ? t_max : tidy(std::exp(a + (b - a) * i / (n - 1))));
   return out;
 }
 

@@ -8,8 +8,12 @@
 
 namespace hdat {
 
+class Registry;
 void register_models();
 void register_polarization(class Registry& r);  // validation/polarization/register.cpp
+void register_sinks(Registry& r);
+void register_specialization(Registry& r);
+void register_geometry(Registry& r);  // validation/geometry/register.cpp
 
 struct ExtraCommand {
   CLI::App* app;
@@ -17,5 +21,7 @@ struct ExtraCommand {
 };
 
 std::vector<ExtraCommand> extra_commands(CLI::App& app);
+ExtraCommand sinks_command(CLI::App& app);  // cmd_sinks.cpp
+ExtraCommand geometry_command(CLI::App& app);  // cmd_geometry.cpp
 
 }  // namespace hdat

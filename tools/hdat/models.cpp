@@ -11,7 +11,9 @@ void register_models() {
   done = true;
   Registry& r = registry();
   register_polarization(r);
-  (void)r;
+  register_sinks(r);
+  register_specialization(r);
+  register_geometry(r);
 }
 
 }  // namespace hdat

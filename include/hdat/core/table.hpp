@@ -1,6 +1,7 @@
 #pragma once
 // A results table (one CSV file): named columns, rows of numbers or strings. Numbers are written
 // in the shortest form that reads back to the same double.
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <variant>
@@ -23,6 +24,7 @@ class Table {
 
   void add_row(std::vector<Cell> row);  // must match the column count
   void add_row(const std::vector<double>& row);
+  void add_row(std::initializer_list<double> row) { add_row(std::vector<double>(row)); }  // {1.0, 2.0} is unambiguous
   const std::vector<Cell>& row(std::size_t i) const { return rows_[i]; }
   double number(std::size_t row, const std::string& column) const;
   std::string text(std::size_t row, const std::string& column) const;

@@ -1,0 +1,86 @@
+#pragma once
+// Multi-head attention of the single-location model, for ONE sequence: token weights w(χ) and the
+// two contractions of their Jacobian J_{ℓ',hℓ} = ∂w_ℓ'/∂χ_hℓ that theory and simulator need.
+// This file is the shared core of both: the ODE averages these quantities over the Gaussian local
+// fields, the simulator evaluates them on actual tokens. Notation as in derivation.md.
+//
+// Every activation has the form J_{:,hℓ} = c_h a_hℓ (e_ℓ − m_h):
+//   softmax / softmax1 : a_h = per-head (soft)max of χ_{:,h},   m_h = a_h, c_h = 1/H (mean) or 1 (sum)
+//   bayes              : a = one softmax over heads × tokens,    m_h = w,   c_h = 1
+// so that
+//   (r·J)_{hℓ}             = c_h a_hℓ (r_ℓ − r·m_h)                        (vector-Jacobian product)
+//   J_{:,hℓ}·J_{:,h'ℓ}     = c_h c_h' a_hℓ a_h'ℓ (1 − m_hℓ − m_h'ℓ + m_h·m_h')
+#include <Eigen/Dense>
+#include <cmath>
+
+namespace hdat::specialization {
+
+enum class Activation { softmax, softmax1, bayes };
+enum class Aggregation { mean, sum };
+
+struct Attention {
+  Activation activation = Activation::softmax;
+  Aggregation aggregation = Aggregation::mean;
+  int L = 0, H = 0;
+  Eigen::VectorXd head_weight;  ///< c_h
+  Eigen::VectorXd logit_offset; ///< bayes: −R_hh/2 + b_h (set per state / per step); else 0
+
+  Attention() = default;
+  Attention(Activation act, Aggregation agg, int tokens, int heads)
+      : activation(act), aggregation(agg), L(tokens), H(heads),
+        head_weight(Eigen::VectorXd::Constant(heads, (act != Activation::bayes && agg == Aggregation::mean) ? 1.0 / heads : 1.0)),
+        logit_offset(Eigen::VectorXd::Zero(heads)) {}
+
+  /// chi: L x H fields. Writes a (L x H, the per-head or joint attention weights), w (L), and
+  /// m (L x H, the centring vector of each head's Jacobian).
+  template <class Chi>
+  void forward(const Chi& chi, Eigen::MatrixXd& a, Eigen::VectorXd& w, Eigen::MatrixXd& m) const {
+    if (activation == Activation::bayes) {
+      // One normalisation over heads x tokens (log-sum-exp with the global maximum).
+      double top = -INFINITY;
+      for (int h = 0; h < H; ++h)
+        for (int l = 0; l < L; ++l) top = std::max(top, chi(l, h) + logit_offset(h));
+      double z = 0;
+      for (int h = 0; h < H; ++h)
+        for (int l = 0; l < L; ++l) z += (a(l, h) = std::exp(chi(l, h) + logit_offset(h) - top));
+      a /= z;
+      w = a.rowwise().sum();
+      for (int h = 0; h < H; ++h) m.col(h) = w;
+      return;
+    }
+    const bool extra_zero_logit = activation == Activation::softmax1;
+    for (int h = 0; h < H; ++h) {
+      double top = extra_zero_logit ? 0.0 : -INFINITY;
+      for (int l = 0; l < L; ++l) top = std::max(top, chi(l, h));
+      double z = extra_zero_logit ? std::exp(-top) : 0.0;
+      for (int l = 0; l < L; ++l) z += (a(l, h) = std::exp(chi(l, h) - top));
+      a.col(h) /= z;
+    }
+    m = a;
+    w = a * head_weight;
+  }
+
+  /// G_hℓ = Σ_ℓ' r_ℓ' J_{ℓ',hℓ} = c_h a_hℓ (r_ℓ − r·m_h).
+  template <class R>
+  void vjp(const Eigen::MatrixXd& a, const Eigen::MatrixXd& m, const R& r, Eigen::MatrixXd& G) const {
+    for (int h = 0; h < H; ++h) {
+      const double rm = r.dot(m.col(h));
+      for (int l = 0; l < L; ++l) G(l, h) = head_weight(h) * a(l, h) * (r(l) - rm);
+    }
+  }
+
+  /// JJ(h, h') summed against per-token factors: returns Σ_ℓ f_ℓ J_{:,hℓ}·J_{:,h'ℓ} into out (H x H).
+  /// Uses the Gram matrix mm = mᵀm of the centring vectors.
+  void jacobian_gram(const Eigen::MatrixXd& a, const Eigen::MatrixXd& m, const Eigen::MatrixXd& mm, double factor,
+                     Eigen::MatrixXd& out) const {
+    for (int h = 0; h < H; ++h)
+      for (int k = h; k < H; ++k) {
+        double s = 0;
+        for (int l = 0; l < L; ++l) s += a(l, h) * a(l, k) * (1.0 - m(l, h) - m(l, k) + mm(h, k));
+        out(h, k) += factor * head_weight(h) * head_weight(k) * s;
+        if (k != h) out(k, h) = out(h, k);
+      }
+  }
+};
+
+}  // namespace hdat::specialization

@@ -1,0 +1,228 @@
+#include "theory/specialization/curve.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "hdat/core/progress.hpp"
+#include "theory/specialization/bayes.hpp"
+
+namespace hdat::specialization {
+
+nlohmann::json Events::to_json() const {
+  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json heads = nlohmann::json::array();
+  for (double t : head_split_time) heads.push_back(num(t));
+  return {{"plateau_end", num(plateau_end)},
+          {"plateau_risk", num(plateau_risk)},
+          {"head_specialization_time", heads},
+          {"criterion", "head h specialises when |M_h - mean_h' M_h'| > split_threshold; the plateau ends at the first one"}};
+}
+
+Events detect_events(const Table& curve, int H, int F, double threshold) {
+  Events ev;
+  ev.head_split_time.assign(static_cast<std::size_t>(H), std::numeric_limits<double>::quiet_NaN());
+  const std::vector<double> t = curve.numbers("t"), risk = curve.numbers("risk");
+  std::vector<double> prev_dist(static_cast<std::size_t>(H), 0.0);
+  for (std::size_t r = 0; r < curve.rows(); ++r) {
+    Eigen::MatrixXd M(H, F);
+    for (int h = 0; h < H; ++h)
+      for (int f = 0; f < F; ++f) M(h, f) = curve.number(r, fmt::format("M_{}_{}", h, f));
+    const Eigen::RowVectorXd mean = M.colwise().mean();
+    for (int h = 0; h < H; ++h) {
+      const double d = (M.row(h) - mean).norm();
+      auto& ts = ev.head_split_time[static_cast<std::size_t>(h)];
+      if (std::isnan(ts) && d > threshold) {
+        const double d0 = prev_dist[static_cast<std::size_t>(h)];
+        ts = (r == 0 || d <= d0) ? t[r] : t[r - 1] + (t[r] - t[r - 1]) * (threshold - d0) / (d - d0);
+      }
+      prev_dist[static_cast<std::size_t>(h)] = d;
+    }
+  }
+  for (double ts : ev.head_split_time)
+    if (std::isfinite(ts) && !(ts >= ev.plateau_end)) ev.plateau_end = ts;
+  if (std::isfinite(ev.plateau_end)) {
+    for (std::size_t r = 1; r < curve.rows(); ++r)
+      if (t[r] >= ev.plateau_end) {
+        const double u = (ev.plateau_end - t[r - 1]) / (t[r] - t[r - 1]);
+        ev.plateau_risk = risk[r - 1] + u * (risk[r] - risk[r - 1]);
+        break;
+      }
+    if (std::isnan(ev.plateau_risk)) ev.plateau_risk = risk.front();
+  }
+  return ev;
+}
+
+std::vector<PruneRow> prune_heads(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) {
+  const int H = static_cast<int>(M.rows());
+  std::vector<PruneRow> rows;
+  if (H <= 8) {
+    // Exhaustive: the best subset of every size.
+    std::vector<PruneRow> best(static_cast<std::size_t>(H + 1));
+    for (auto& b : best) b.risk = INFINITY;
+    for (int mask = 1; mask < (1 << H); ++mask) {
+      std::vector<int> kept;
+      for (int h = 0; h < H; ++h)
+        if (mask & (1 << h)) kept.push_back(h);
+      const auto [r, se] = flow.risk_with_heads(M, R, kept);
+      PruneRow& b = best[kept.size()];
+      if (r < b.risk) b = {static_cast<int>(kept.size()), r, se, kept};
+    }
+    for (int k = H; k >= 1; --k) rows.push_back(best[static_cast<std::size_t>(k)]);
+    return rows;
+  }
+  std::vector<int> kept(static_cast<std::size_t>(H));
+  for (int h = 0; h < H; ++h) kept[static_cast<std::size_t>(h)] = h;
+  auto [r0, se0] = flow.risk_with_heads(M, R, kept);
+  rows.push_back({H, r0, se0, kept});
+  while (kept.size() > 1) {
+    PruneRow best{0, INFINITY, 0, {}};
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+      std::vector<int> trial = kept;
+      trial.erase(trial.begin() + static_cast<long>(i));
+      const auto [r, se] = flow.risk_with_heads(M, R, trial);
+      if (r < best.risk) best = {static_cast<int>(trial.size()), r, se, trial};
+    }
+    kept = best.heads;
+    rows.push_back(best);
+  }
+  return rows;
+}
+
+std::vector<double> observation_times(const Params& p) {
+  if (p.has("t_points")) {
+    std::vector<double> t;
+    for (Eigen::Index i = 0; i < p.vector("t_points").size(); ++i) t.push_back(p.vector("t_points")(i));
+    return t;
+  }
+  const double tmax = p.real("t_max");
+  return log_spaced(tmax * 1e-3, tmax, static_cast<int>(p.integer("n_points")), true);
+}
+
+FlowOptions flow_options(const Params& p, int threads) {
+  FlowOptions o;
+  o.samples = p.integer("mc_samples");
+  o.sampling = sampling_from_name(p.text("sampling"));
+  o.seed = static_cast<std::uint64_t>(p.integer("seed"));
+  o.threads = threads;
+  o.broken_term = p.text("broken_term");
+  return o;
+}
+
+IntegrateOptions integrate_options(const Params& p, const StateLayout& layout) {
+  IntegrateOptions o;
+  o.rtol = p.real("rtol");
+  o.atol = p.real("atol");
+  o.stepper = p.text("stepper");
+  o.divergence = 1e6;  // overlaps of unit-scale spikes: anything this large is a blow-up
+  o.component_name = [layout](int k) { return layout.component_name(k); };
+  return o;
+}
+
+Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::MatrixXd& M0, const Eigen::MatrixXd& R0,
+                          const std::vector<double>& times, const IntegrateOptions& options) {
+  const StateLayout& layout = flow.layout();
+  std::vector<std::string> cols = {"t", "risk", "risk_se"};
+  for (const auto& c : layout.columns()) cols.push_back(c);
+  Trajectory out{Table(cols), {}, M0, R0, 0.0};
+  auto observe = [&](double t, const Eigen::VectorXd& x) {
+    const Eigen::MatrixXd M = layout.view(x, "M");
+    const Eigen::MatrixXd R = layout.view(x, "R");
+    const auto [risk, se] = flow.risk(M, R);
+    std::vector<double> row = {t, risk, se};
+    for (double v : layout.values(x)) row.push_back(v);
+    out.table.add_row(row);
+    out.M_final = M;
+    out.R_final = R;
+    double low = 0;
+    psd_sqrt(R - M * M.transpose(), &low);
+    out.worst_psd_violation = std::min(out.worst_psd_violation, low);
+    return !interrupted();
+  };
+  auto system = [&flow](const ConstVecRef& x, VecRef dxdt, double t) { flow(x, dxdt, t); };
+  out.solver = integrate(system, pack_state(flow.setup(), M0, R0), times.front(), times, observe, options);
+  return out;
+}
+
+RunOutput curve_command(const Params& p, RunContext& ctx) {
+  const Setup s = setup_from(p);
+  const OrderParameterFlow flow(s, flow_options(p, ctx.threads));
+  Eigen::MatrixXd M0, R0;
+  initial_overlaps(p, s, M0, R0);
+  const std::vector<double> times = observation_times(p);
+  const auto start = std::chrono::steady_clock::now();
+  Trajectory tr = integrate_flow(flow, M0, R0, times, integrate_options(p, flow.layout()));
+  const auto [bayes, bayes_se] = bayes_risk(s, std::max<long>(p.integer("mc_samples"), 20000), sampling_from_name(p.text("sampling")),
+                                            s.seed, ctx.threads);
+  const Events ev = detect_events(tr.table, s.H, s.F, p.real("split_threshold"));
+
+  RunOutput out;
+  out.tables["curve.csv"] = tr.table;
+  out.info["solver"] = tr.solver.to_json();
+  out.info["theory"] = {{"samples", flow.samples().size()},
+                        {"sampling", sampling_name(flow.samples().kind())},
+                        {"head_permutations", flow.permutations()},
+                        {"evaluations_per_expectation", flow.evaluations_per_expectation()},
+                        {"worst_psd_violation", tr.worst_psd_violation}};
+  out.info["bayes_risk"] = bayes;
+  out.info["bayes_risk_se"] = bayes_se;
+  out.info["events"] = ev.to_json();
+  auto matrix_json = [](const Eigen::MatrixXd& A) {
+    nlohmann::json j = nlohmann::json::array();
+    for (int i = 0; i < A.rows(); ++i) {
+      nlohmann::json row = nlohmann::json::array();
+      for (int k = 0; k < A.cols(); ++k) row.push_back(A(i, k));
+      j.push_back(row);
+    }
+    return j;
+  };
+  out.info["initial"] = {{"M", matrix_json(M0)}, {"R", matrix_json(R0)}};
+  out.info["final"] = {{"M", matrix_json(tr.M_final)}, {"R", matrix_json(tr.R_final)}};
+  out.info["seeds"] = {{"seed", s.seed}, {"streams", "initial asymmetry: (seed, 0, 6); theory samples: (seed, 0, 11); Bayes risk: (seed, 0, 12)"}};
+
+  const std::size_t n = tr.table.rows();
+  const double final_risk = n ? tr.table.number(n - 1, "risk") : NAN, final_se = n ? tr.table.number(n - 1, "risk_se") : NAN;
+  out.info["final_risk"] = final_risk;
+  out.info["final_risk_se"] = final_se;
+  std::string summary = fmt::format("specialization ({}, {} aggregation, L={}, H={}, F={}, eta={}, {} prior): theory to t={:g}\n",
+                                    activation_name(s.activation), s.aggregation == Aggregation::mean ? "mean" : "sum", s.L, s.H, s.F,
+                                    s.eta, p.text("prior.kind"), tr.solver.t_reached);
+  summary += fmt::format("  final risk        {:.5f} ± {:.5f}   (Bayes risk {:.5f} ± {:.5f}, excess {:.5f})\n", final_risk, final_se,
+                         bayes, bayes_se, final_risk - bayes);
+  if (std::isfinite(ev.plateau_end))
+    summary += fmt::format("  plateau ends      t = {:.3g} (risk {:.5f})\n", ev.plateau_end, ev.plateau_risk);
+  else
+    summary += "  plateau ends      not within the run (heads did not specialise)\n";
+  for (std::size_t h = 0; h < ev.head_split_time.size(); ++h)
+    summary += fmt::format("  head {} specialises {}\n", h,
+                           std::isfinite(ev.head_split_time[h]) ? fmt::format("at t = {:.3g}", ev.head_split_time[h]) : "never");
+  summary += "  solver            " + tr.solver.brief() + "\n";
+
+  if (p.boolean("prune") && tr.solver.ok()) {
+    const auto rows = prune_heads(flow, tr.M_final, tr.R_final);
+    Table pt({"kept_heads", "risk", "risk_se", "risk_increase", "heads"});
+    nlohmann::json pj = nlohmann::json::array();
+    const double full = rows.front().risk;
+    for (const auto& r : rows) {
+      std::string heads;
+      for (int h : r.heads) heads += (heads.empty() ? "" : " ") + std::to_string(h);
+      pt.add_row({static_cast<double>(r.kept), r.risk, r.risk_se, r.risk - full, heads});
+      pj.push_back({{"kept_heads", r.kept}, {"risk", r.risk}, {"risk_se", r.risk_se}, {"heads", r.heads}});
+    }
+    out.tables["prune.csv"] = pt;
+    out.info["prune"] = pj;
+    summary += "  pruning           ";
+    for (const auto& r : rows) summary += fmt::format("{} heads: {:.4f}  ", r.kept, r.risk);
+    summary += "\n";
+  }
+  out.info["theory"]["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!tr.solver.ok()) {
+    out.exit_code = interrupted() ? 130 : 3;
+    summary += "  STOPPED: " + tr.solver.message + " (the rows computed before are kept)\n";
+  }
+  out.summary = summary;
+  return out;
+}
+
+}  // namespace hdat::specialization

@@ -1,0 +1,253 @@
+#include "theory/specialization/model.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/random/normal_distribution.hpp>
+
+#include "hdat/core/error.hpp"
+#include "hdat/core/random.hpp"
+
+namespace hdat::specialization {
+
+int Prior::F() const {
+  switch (kind) {
+    case Kind::gaussian: return static_cast<int>(mean.size());
+    case Kind::discrete: return static_cast<int>(points.cols());
+    case Kind::signs: return static_cast<int>(amplitudes.size());
+  }
+  return 0;
+}
+
+Eigen::VectorXd Prior::mean_vector() const {
+  switch (kind) {
+    case Kind::gaussian: return mean;
+    case Kind::discrete: return points.transpose() * probs;
+    case Kind::signs: return Eigen::VectorXd::Zero(amplitudes.size());
+  }
+  return {};
+}
+
+Eigen::VectorXd Prior::variance() const {
+  switch (kind) {
+    case Kind::gaussian: return std.array().square();
+    case Kind::discrete: {
+      const Eigen::VectorXd mu = mean_vector();
+      Eigen::VectorXd v = Eigen::VectorXd::Zero(points.cols());
+      for (int k = 0; k < points.rows(); ++k) v += probs(k) * (points.row(k).transpose() - mu).array().square().matrix();
+      return v;
+    }
+    case Kind::signs: return amplitudes.array().square();
+  }
+  return {};
+}
+
+Attention Setup::attention() const { return Attention(activation, aggregation, L, H); }
+
+StateLayout Setup::layout() const {
+  StateLayout l;
+  l.add("M", H, F).add("R", H, H, /*symmetric=*/true);
+  return l;
+}
+
+Activation activation_from(const std::string& name) {
+  if (name == "softmax") return Activation::softmax;
+  if (name == "softmax1") return Activation::softmax1;
+  if (name == "bayes") return Activation::bayes;
+  throw InputError("activation", "expected softmax|softmax1|bayes, got '" + name + "'");
+}
+
+std::string activation_name(Activation a) {
+  switch (a) {
+    case Activation::softmax: return "softmax";
+    case Activation::softmax1: return "softmax1";
+    case Activation::bayes: return "bayes";
+  }
+  return "?";
+}
+
+const ParamSet& parameters() {
+  static const ParamSet set = [] {
+    ParamSet p;
+    // The model (spec "Parameters").
+    p.integer("D", 1000, "dimension D (simulator; sets the O(1/sqrt D) initial asymmetry of the theory)", Range::at_least(2))
+        .integer("L", 4, "tokens per sequence", Range::between(1, 4096))
+        .integer("F", 2, "latent spikes (features)", Range::between(1, 256))
+        .integer("H", 2, "attention heads", Range::between(1, 256))
+        .real("eta", 0.5, "learning rate eta (time t = steps / D)", Range::positive())
+        .real("noise", 0.1, "label noise Delta (y = x_eps.v*/sqrt(D) + Delta xi)", Range::nonnegative())
+        .integer("batch", 1, "fresh samples averaged per SGD step (the eta^2 term scales as 1/batch)", Range::at_least(1))
+        .choice("activation", "softmax", {"softmax", "softmax1", "bayes"},
+                "softmax per head | softmax with an extra zero logit | one softmax over heads x tokens with norm offset")
+        .choice("aggregation", "mean", {"mean", "sum"}, "combination of per-head weights (softmax, softmax1): c_h = 1/H or 1")
+        .real_list("bias", nullptr, "b_h, fixed log prior weights of the bayes heads (default: zeros)")
+        .choice("prior.kind", "gaussian", {"gaussian", "discrete", "signs"}, "prior of the spike amplitudes theta")
+        .real_list("prior.mean", json::array({1.0, 1.0}), "gaussian prior: mean of theta (length F)")
+        .real_list("prior.std", json::array({1.5, 0.6}), "gaussian prior: standard deviations of theta (length F)", Range::nonnegative())
+        .real_matrix("prior.points", nullptr, "discrete prior: support points theta^k (K x F)")
+        .real_list("prior.probs", nullptr, "discrete prior: probabilities p_k (default: uniform)", Range::nonnegative())
+        .real_list("prior.amplitudes", nullptr, "signs prior: amplitudes a_f, theta_f = +-a_f (length F)", Range::nonnegative())
+        .real("init_std", 0.3, "sigma0: initial keys k_h ~ N(0, sigma0^2 I_D)", Range::nonnegative())
+        .real_matrix("M0", nullptr, "initial head-spike overlaps M (H x F) for the theory")
+        .real_matrix("R0", nullptr, "initial head-head overlaps R (H x H, symmetric) for the theory")
+        .real("asymmetry", 1.0,
+              "scale of the O(1/sqrt D) fluctuations of the theory's initial overlaps (1: those of a random "
+              "initialisation at dimension D; 0: exactly symmetric heads, which the D = infinity flow never leaves)",
+              Range::between(0, 1))
+        .integer("seed", 0, "seed of every random stream (initial asymmetry, theory samples, simulation)", Range::at_least(0))
+        // Time grid.
+        .real("t_max", 50.0, "final time t = steps / D", Range::positive())
+        .real_list("t_points", nullptr, "observation times (default: 0 and n_points log-spaced times up to t_max)", Range::nonnegative())
+        .integer("n_points", 120, "number of log-spaced observation times when t_points is not given", Range::between(2, 100000))
+        // Theory numerics.
+        .integer("mc_samples", 20000, "Gaussian samples of the theory's expectations (common random numbers)", Range::at_least(64))
+        .choice("sampling", "sobol", {"sobol", "mc"}, "sample set: randomised Sobol (QMC) or plain Monte Carlo")
+        .real("rtol", 1e-6, "relative tolerance of the adaptive integrator", Range::positive())
+        .real("atol", 1e-9, "absolute tolerance of the adaptive integrator", Range::positive())
+        .choice("stepper", "dopri5", {"dopri5", "rkf78", "cash_karp54", "rosenbrock4"}, "Odeint stepper")
+        .real("split_threshold", 0.1,
+              "a head has specialised when its row M_h is this far (Euclidean) from the mean row of all heads", Range::positive())
+        .boolean("prune", false, "add the pruning analysis (risk after removing heads) of the final state")
+        // Simulation.
+        .integer("seeds", 8, "independent simulation runs (seeds seed, seed+1, ...)", Range::between(1, 100000))
+        .integer("test_size", 10000, "fresh test sequences per seed and time for the simulated risk", Range::at_least(1))
+        .choice("test_mode", "projected", {"projected", "full"},
+                "test sequences: drawn in span(K*, v*, keys) only (exactly the same law, L(F+1+H) draws each) or as full "
+                "D-dimensional tokens")
+        // Validation.
+        .int_list("dims", json::array({250, 500, 1000, 2000}), "validate: dimensions D of the finite-size study", Range::at_least(2))
+        .choice("mode", "trajectory", {"trajectory", "drift"},
+                "validate: compare whole trajectories, or the one-step drift of every order parameter term by term")
+        .real("tolerance", 4.0, "validate: allowed |theory - simulation| in units of the combined standard error", Range::positive())
+        .real("rel_tolerance", 0.05,
+              "validate: deviations below this fraction of the quantity's scale always pass (finite-D bias allowance)",
+              Range::nonnegative())
+        .real("t_compare", -1.0,
+              "validate: compare trajectories up to this time (-1: up to the first plateau escape of the simulation, or t_max)")
+        .integer("drift_samples", 4000, "validate mode=drift: independent one-step increments per configuration", Range::at_least(10))
+        .real_list("drift_times", json::array({0.0, 5.0, 20.0}), "validate mode=drift: times along a simulation at which drifts are checked",
+                   Range::nonnegative())
+        .choice("broken_term", "none", {"none", "eta2", "gg", "sign_RM"},
+                "testing only: break the theory on purpose (drop the eta^2 term; drop its 2 g g part; flip the sign "
+                "of the kappa R term) to show that validate fails");
+    return p;
+  }();
+  return set;
+}
+
+namespace {
+void require_length(const std::string& key, Eigen::Index got, Eigen::Index want, const std::string& what) {
+  if (got != want) throw InputError(key, fmt::format("must have {} entries ({}), got {}", want, what, got));
+}
+}  // namespace
+
+void check(const Params& p) {
+  const int F = static_cast<int>(p.integer("F")), H = static_cast<int>(p.integer("H"));
+  const std::string kind = p.text("prior.kind");
+  if (kind == "gaussian") {
+    require_length("prior.mean", p.vector("prior.mean").size(), F, "one per feature, F");
+    require_length("prior.std", p.vector("prior.std").size(), F, "one per feature, F");
+  } else if (kind == "discrete") {
+    if (!p.has("prior.points")) throw InputError("prior.points", "is required for prior.kind=discrete (a K x F matrix)");
+    const Eigen::MatrixXd pts = p.matrix("prior.points");
+    if (pts.cols() != F) throw InputError("prior.points", fmt::format("must have F = {} columns, got {}", F, pts.cols()));
+    if (p.has("prior.probs")) {
+      const Eigen::VectorXd pr = p.vector("prior.probs");
+      require_length("prior.probs", pr.size(), pts.rows(), "one per support point");
+      if (std::fabs(pr.sum() - 1.0) > 1e-9) throw InputError("prior.probs", fmt::format("must sum to 1, sums to {}", pr.sum()));
+    }
+  } else {
+    if (!p.has("prior.amplitudes")) throw InputError("prior.amplitudes", "is required for prior.kind=signs (length F)");
+    require_length("prior.amplitudes", p.vector("prior.amplitudes").size(), F, "one per feature, F");
+  }
+  if (p.has("bias")) require_length("bias", p.vector("bias").size(), H, "one per head, H");
+  if (p.has("M0")) {
+    const Eigen::MatrixXd M = p.matrix("M0");
+    if (M.rows() != H || M.cols() != F) throw InputError("M0", fmt::format("must be H x F = {} x {}, got {} x {}", H, F, M.rows(), M.cols()));
+  }
+  if (p.has("R0")) {
+    const Eigen::MatrixXd R = p.matrix("R0");
+    if (R.rows() != H || R.cols() != H) throw InputError("R0", fmt::format("must be H x H = {} x {}, got {} x {}", H, H, R.rows(), R.cols()));
+    if ((R - R.transpose()).cwiseAbs().maxCoeff() > 1e-12) throw InputError("R0", "must be symmetric");
+  }
+  if (p.has("M0") != p.has("R0")) throw InputError(p.has("M0") ? "R0" : "M0", "M0 and R0 must be given together");
+  if (p.has("M0")) {
+    const Eigen::MatrixXd M = p.matrix("M0"), R = p.matrix("R0");
+    const double lo = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(R - M * M.transpose()).eigenvalues().minCoeff();
+    if (lo < -1e-10) throw InputError("R0", fmt::format("R0 - M0 M0^T must be positive semidefinite (smallest eigenvalue {:.3g})", lo));
+  }
+  if (p.has("t_points")) {
+    const Eigen::VectorXd tp = p.vector("t_points");
+    if (tp.size() == 0) throw InputError("t_points", "must not be empty");
+    for (Eigen::Index i = 1; i < tp.size(); ++i)
+      if (!(tp(i) > tp(i - 1))) throw InputError("t_points", "must be strictly increasing");
+  }
+}
+
+Setup setup_from(const Params& p) {
+  Setup s;
+  s.D = static_cast<int>(p.integer("D"));
+  s.L = static_cast<int>(p.integer("L"));
+  s.F = static_cast<int>(p.integer("F"));
+  s.H = static_cast<int>(p.integer("H"));
+  s.eta = p.real("eta");
+  s.noise = p.real("noise");
+  s.batch = static_cast<int>(p.integer("batch"));
+  s.activation = activation_from(p.text("activation"));
+  s.aggregation = p.text("aggregation") == "sum" ? Aggregation::sum : Aggregation::mean;
+  s.bias = p.has("bias") ? p.vector("bias") : Eigen::VectorXd::Zero(s.H);
+  const std::string kind = p.text("prior.kind");
+  if (kind == "gaussian") {
+    s.prior.kind = Prior::Kind::gaussian;
+    s.prior.mean = p.vector("prior.mean");
+    s.prior.std = p.vector("prior.std");
+  } else if (kind == "discrete") {
+    s.prior.kind = Prior::Kind::discrete;
+    s.prior.points = p.matrix("prior.points");
+    s.prior.probs = p.has("prior.probs") ? p.vector("prior.probs")
+                                         : Eigen::VectorXd::Constant(s.prior.points.rows(), 1.0 / static_cast<double>(s.prior.points.rows()));
+  } else {
+    s.prior.kind = Prior::Kind::signs;
+    s.prior.amplitudes = p.vector("prior.amplitudes");
+  }
+  s.init_std = p.real("init_std");
+  s.seed = static_cast<std::uint64_t>(p.integer("seed"));
+  return s;
+}
+
+void initial_overlaps(const Params& p, const Setup& s, Eigen::MatrixXd& M0, Eigen::MatrixXd& R0) {
+  if (p.has("M0")) {
+    M0 = p.matrix("M0");
+    R0 = p.matrix("R0");
+    return;
+  }
+  // Overlaps of H random keys k_h ~ N(0, σ0² I_D) with F orthogonal spikes of norm √D:
+  // M_hf = σ0 n_hf / √D, and R = M Mᵀ + σ0² W / D with W the Gram matrix of the keys' components
+  // orthogonal to the spikes (D − F Gaussian coordinates). `asymmetry` scales the deviations from
+  // the expectations (M = 0, R = σ0² I).
+  const double a = p.real("asymmetry");
+  const int m = std::max(1, s.D - s.F);
+  auto eng = rng::engine(s.seed, 0, rng::asymmetry);
+  boost::random::normal_distribution<double> normal;
+  Eigen::MatrixXd n(s.H, s.F), g(s.H, m);
+  for (int h = 0; h < s.H; ++h)
+    for (int f = 0; f < s.F; ++f) n(h, f) = normal(eng);
+  for (int h = 0; h < s.H; ++h)
+    for (int j = 0; j < m; ++j) g(h, j) = normal(eng);
+  const double sd = s.init_std;
+  M0 = a * sd * n / std::sqrt(static_cast<double>(s.D));
+  const Eigen::MatrixXd W = g * g.transpose() / static_cast<double>(s.D);  // ≈ (1 − F/D) I
+  const Eigen::MatrixXd expected = Eigen::MatrixXd::Identity(s.H, s.H) * (static_cast<double>(m) / s.D);
+  R0 = M0 * M0.transpose() + sd * sd * (expected + a * (W - expected)) + sd * sd * (static_cast<double>(s.F) / s.D) *
+       Eigen::MatrixXd::Identity(s.H, s.H) * (1.0 - a * a);
+  R0 = 0.5 * (R0 + R0.transpose());
+}
+
+Eigen::VectorXd pack_state(const Setup& s, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) {
+  const StateLayout l = s.layout();
+  Eigen::VectorXd x(l.size());
+  l.view(x, "M") = M;
+  l.view(x, "R") = R;
+  return x;
+}
+
+}  // namespace hdat::specialization

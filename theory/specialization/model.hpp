@@ -1,0 +1,65 @@
+#pragma once
+// The `specialization` model: multi-head attention on the single-location model (spec:
+// ../shared/spec/specialization.md). ONE declaration serves the theory (ode.hpp) and the simulator
+// (validation/specialization): the same parameters, the same conventions (1/√D fields, t = steps/D,
+// the ½ in the loss), the same attention code (attention.hpp).
+#include <Eigen/Dense>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hdat/core/gaussian.hpp"
+#include "hdat/core/layout.hpp"
+#include "hdat/core/params.hpp"
+#include "theory/specialization/attention.hpp"
+
+namespace hdat::specialization {
+
+/// The prior P_θ of the spike amplitudes θ ∈ R^F.
+struct Prior {
+  enum class Kind { gaussian, discrete, signs } kind = Kind::gaussian;
+  Eigen::VectorXd mean, std;      ///< gaussian: θ ~ N(mean, diag(std²))
+  Eigen::MatrixXd points;         ///< discrete: K x F support points θ^k
+  Eigen::VectorXd probs;          ///< discrete: p_k
+  Eigen::VectorXd amplitudes;     ///< signs: θ_f = ± a_f independently
+
+  int F() const;
+  /// Var θ_f (for the predicted order of specialization).
+  Eigen::VectorXd variance() const;
+  Eigen::VectorXd mean_vector() const;
+};
+
+/// Everything the theory and the simulator share, parsed once from Params.
+struct Setup {
+  int D = 1000, L = 4, F = 2, H = 2;
+  double eta = 0.5, noise = 0.1;  ///< learning rate η, label noise Δ
+  int batch = 1;
+  Activation activation = Activation::softmax;
+  Aggregation aggregation = Aggregation::mean;
+  Eigen::VectorXd bias;           ///< b_h (bayes)
+  Prior prior;
+  double init_std = 0.3;          ///< σ0
+  std::uint64_t seed = 0;
+
+  double kappa() const { return activation == Activation::bayes ? 1.0 : 0.0; }  ///< κ_h of the update
+  Attention attention() const;
+  StateLayout layout() const;     ///< M (H x F), R (H x H, symmetric)
+};
+
+/// The model's parameters (spec "Parameters"), shared by curve, simulate, validate, analyze.
+const ParamSet& parameters();
+/// Cross-key checks (shapes of prior.*, M0, R0, bias ...); throws InputError naming the key.
+void check(const Params& p);
+Setup setup_from(const Params& p);
+Activation activation_from(const std::string& name);
+std::string activation_name(Activation a);
+
+/// Initial order parameters for the theory: M0/R0 when given; otherwise the overlaps of a random
+/// initialisation k_h ~ N(0, σ0² I_D) drawn at dimension D from `seed`, with their O(1/√D)
+/// fluctuations scaled by `asymmetry` (0: the exactly symmetric expected overlaps M = 0, R = σ0² I).
+void initial_overlaps(const Params& p, const Setup& s, Eigen::MatrixXd& M0, Eigen::MatrixXd& R0);
+
+/// Pack (M, R) into a state vector of s.layout().
+Eigen::VectorXd pack_state(const Setup& s, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R);
+
+}  // namespace hdat::specialization

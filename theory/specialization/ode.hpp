@@ -1,0 +1,78 @@
+#pragma once
+// The D → ∞ order-parameter ODE of online SGD for the specialization model (derivation.md):
+//
+//   dM_hf/dt  = −η E[ Σ_ℓ g_hℓ (λ_fℓ − κ_h M_hf) ]
+//   dR_hh'/dt = −η E[ Σ_ℓ g_h'ℓ (χ_hℓ − κ_h' R_hh') + g_hℓ (χ_h'ℓ − κ_h R_hh') ]
+//               + (η²/B) E[ Σ_ℓ (|a|² + Δ²) J_{:,hℓ}·J_{:,h'ℓ} + 2 g_hℓ g_h'ℓ ]
+//
+// with a = e_ε − w, g_hℓ = ∂e/∂χ_hℓ = −a·J_{:,hℓ}, e = ½(Δ² + |a|²), and the local fields
+// λ_ℓ ~ N(θ δ_ℓε, I_F), χ_ℓ = M λ_ℓ + C ζ_ℓ, C Cᵀ = R − M Mᵀ. Expectations run over a FIXED sample
+// set (common random numbers or randomised Sobol): the right-hand side is a smooth deterministic
+// function of (M, R), and an adaptive integrator applies. The sample set is closed under
+// permutations of the heads (for H! ≤ 120), so exchangeable heads stay exactly exchangeable: the
+// symmetric manifold is invariant, as it is for the exact expectation.
+#include <Eigen/Dense>
+#include <memory>
+#include <vector>
+
+#include "hdat/core/gaussian.hpp"
+#include "hdat/core/integrate.hpp"
+#include "theory/specialization/model.hpp"
+
+namespace hdat::specialization {
+
+struct FlowOptions {
+  long samples = 20000;
+  Sampling sampling = Sampling::sobol;
+  std::uint64_t seed = 0;
+  int threads = 0;
+  bool symmetrize_heads = true;  ///< close the sample set under head permutations (when H! ≤ 120)
+  /// Testing only: "eta2" drops the η² term, "gg" its 2 g g part; "sign_RM" flips the sign of the κ R term.
+  std::string broken_term = "none";
+};
+
+/// The expectations that make up the right-hand side at one state, with standard errors.
+struct FlowTerms {
+  Eigen::MatrixXd dM, dM_se;              ///< H x F
+  Eigen::MatrixXd dR_drift, dR_drift_se;  ///< H x H: the terms linear in η
+  Eigen::MatrixXd dR_noise, dR_noise_se;  ///< H x H: the η²/B term (SGD noise)
+  double risk = 0, risk_se = 0;           ///< population risk E[½(Δ² + |a|²)]
+  double psd_violation = 0;               ///< most negative eigenvalue of R − M Mᵀ (clamped to 0)
+};
+
+class OrderParameterFlow {
+ public:
+  OrderParameterFlow(const Setup& setup, const FlowOptions& options);
+
+  /// dx/dt for x = (M, R) packed with setup.layout(). An Odeint system.
+  void operator()(const ConstVecRef& x, VecRef dxdt, double t) const;
+  /// Every term at (M, R), with standard errors.
+  FlowTerms terms(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, bool with_se = true) const;
+  /// Population risk ℛ(M, R) and its standard error (cheaper than terms()).
+  std::pair<double, double> risk(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) const;
+  /// Risk of the model with only `kept` heads (pruning; for bayes they leave the normalisation too).
+  std::pair<double, double> risk_with_heads(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
+                                            const std::vector<int>& kept) const;
+
+  const Setup& setup() const { return setup_; }
+  const StateLayout& layout() const { return layout_; }
+  long evaluations_per_expectation() const;  ///< samples × head permutations × prior points
+  int permutations() const { return static_cast<int>(perms_.size()); }
+  const GaussianSampleSet& samples() const { return *samples_; }
+
+ private:
+  Setup setup_;
+  FlowOptions options_;
+  StateLayout layout_;
+  std::shared_ptr<GaussianSampleSet> samples_;
+  std::vector<std::vector<int>> perms_;
+  Eigen::MatrixXd thetas_;   ///< enumerated prior points (discrete, small signs): K x F
+  Eigen::VectorXd theta_w_;  ///< their weights
+  bool theta_from_sample_ = false;
+};
+
+/// Principal square root of the PSD part of S (negative eigenvalues clamped): smooth on PD
+/// matrices and equivariant under head permutations. Writes the most negative eigenvalue to `lowest`.
+Eigen::MatrixXd psd_sqrt(const Eigen::MatrixXd& S, double* lowest = nullptr);
+
+}  // namespace hdat::specialization

@@ -1,0 +1,28 @@
+// The `specialization` model's entry in the registry: theory (curve), simulation, validation.
+#include "hdat/core/registry.hpp"
+#include "theory/specialization/curve.hpp"
+#include "theory/specialization/model.hpp"
+#include "validation/specialization/simulate.hpp"
+
+namespace hdat {
+
+void register_specialization(Registry& r) {
+  using namespace specialization;
+  ModelEntry e;
+  e.name = "specialization";
+  e.summary = "multi-head softmax attention on the single-location model: order-parameter ODE of online SGD";
+  e.description =
+      "Heads k_h learn spikes k*_f by online SGD; the overlaps M = K*^T k / D (H x F) and R = k^T k / D (H x H)\n"
+      "follow a closed ODE as D -> infinity (theory/specialization/derivation.md). Activations: softmax,\n"
+      "softmax1 (extra zero logit), bayes (one normalisation over heads x tokens with norm offset).\n"
+      "The D = infinity flow from exactly equal heads never specialises: by default the theory starts from\n"
+      "the overlaps of a random initialisation at dimension D (asymmetry=1), or from M0/R0.";
+  e.params = parameters();
+  e.check = check;
+  e.commands["curve"] = curve_command;
+  e.commands["simulate"] = simulate_command;
+  e.default_observables = {"final:risk", "info:events.plateau_end", "info:bayes_risk"};
+  r.add(std::move(e));
+}
+
+}  // namespace hdat

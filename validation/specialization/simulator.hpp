@@ -1,0 +1,85 @@
+#pragma once
+// Online SGD of the specialization model at finite dimension D, exactly as specified
+// (../shared/spec/specialization.md): spikes K* with K*ᵀK* = D I, value v* ⟂ K* with |v*|² = D,
+// tokens x_ℓ ~ N(0, I_D) with x_ε = K*θ/√D + g, label y = x_ε·v*/√D + Δξ, student fields
+// χ_hℓ = x_ℓ·k_h/√D, prediction ŷ = Σ_ℓ w_ℓ(χ) z_ℓ, loss ½(y − ŷ)², one step per `batch` fresh
+// samples, t = steps / D. The attention code is the theory's (theory/specialization/attention.hpp).
+//
+// Per step: L·D Gaussian draws and about 2·L·D·(H+1) multiply-adds; memory O(L·D + H·D); no
+// allocation inside the step.
+#include <Eigen/Dense>
+#include <boost/random/normal_distribution.hpp>
+#include <boost/random/uniform_int_distribution.hpp>
+
+#include "hdat/core/random.hpp"
+#include "theory/specialization/model.hpp"
+
+namespace hdat::specialization {
+
+class OnlineSGD {
+ public:
+  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+  /// One independent run: teacher, student initialisation and data streams come from (seed, replica).
+  OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica);
+
+  /// One SGD step on `batch` fresh samples.
+  void step();
+  /// Run until t = steps / D reaches `t` (rounded to whole steps).
+  void advance_to(double t);
+  long steps() const { return steps_; }
+  double time() const { return static_cast<double>(steps_) / D_; }
+
+  Eigen::MatrixXd M() const;  ///< K*ᵀk / D as H x F
+  Eigen::MatrixXd R() const;  ///< kᵀk / D
+  Eigen::VectorXd value_overlap() const;  ///< k_h·v*/D: stays O(1/√D)
+
+  /// ½ (y − ŷ)² averaged over `n` fresh test sequences drawn from the run's test stream (the same
+  /// random numbers at every call: common random numbers across times), and its standard error.
+  /// `projected` (default) draws each token's coordinates in an orthonormal basis of
+  /// span(K*, v*, k_1..k_H) only: the other D − F − 1 − H coordinates of a Gaussian token do not
+  /// enter χ, z, y or ŷ, so this has exactly the law of full D-dimensional test sequences (all
+  /// finite-D overlaps kept) at a cost of L·(F+1+H) instead of L·D draws per sequence.
+  /// `projected = false` draws full sequences (slow; used to check the equivalence).
+  std::pair<double, double> test_risk(long n, bool projected = true);
+
+  /// Increments of one step from the current weights WITHOUT applying them (drift check):
+  /// D·ΔM, D·ΔR split into the part linear in η and the η² part. Uses the data stream.
+  struct Increment {
+    Eigen::MatrixXd dM, dR_drift, dR_noise;
+  };
+  Increment increment();
+
+  Eigen::MatrixXd keys() const { return W_.leftCols(s_.H); }
+  void set_keys(const Eigen::MatrixXd& K) { W_.leftCols(s_.H) = K; }
+  int dimension() const { return D_; }
+
+ private:
+  struct Sample {
+    int location;    ///< ε
+    double noise;    ///< ξ of the label y = z_ε + Δξ
+  };
+  // Draw one sequence into X (rows = tokens), return its signal location and label noise.
+  Sample draw(rng::Engine& eng, RowMatrix& X);
+  // Fields, weights and the vector-Jacobian product of one drawn sequence; returns y − ŷ.
+  double forward_backward(const RowMatrix& X, const Sample& smp);
+  // update_ = the step's change of the keys (η/B) Σ_b (y − ŷ) Σ_ℓ G_hℓ (x_ℓ/√D − κ k_h/D).
+  void accumulate_update();
+
+  Setup s_;
+  int D_;
+  double sqrtD_;
+  long steps_ = 0;
+  std::uint64_t seed_, replica_;
+  Eigen::MatrixXd Kstar_;  ///< D x F
+  Eigen::MatrixXd W_;      ///< D x (H + 1): the keys k_h, then v* (one product gives χ and z)
+  rng::Engine data_;
+  boost::random::normal_distribution<double> normal_;
+  Attention att_;
+  // Scratch.
+  RowMatrix X_;
+  Eigen::MatrixXd fields_, chi_, a_, m_, G_, update_;
+  Eigen::VectorXd w_, z_, theta_, signal_;
+};
+
+}  // namespace hdat::specialization
