@@ -346,6 +346,8 @@ ExperimentResult run_experiment(const ExperimentOptions& o) {
       }
     }
   res.sink_share = o.task == Task::induction ? share_above(last_sink, o.sink_threshold) : kNaN;
+  res.sink_score_mean =
+      o.task == Task::induction ? std::accumulate(last_sink.begin(), last_sink.end(), 0.0) / double(H) : kNaN;
   res.sparsity_mean = sp_n ? sp_sum / sp_n : kNaN;
   res.flip_rate_mean = o.task == Task::classification ? flip_sum / H : kNaN;
   res.maps = export_maps(model, o, eval);

@@ -70,6 +70,7 @@ struct ExperimentResult {
   double accuracy = 0, eval_loss = 0;
   std::vector<HeadMetrics> heads;  ///< layer-major
   double sink_share = 0;       ///< share of last-layer heads with sink score > threshold
+  double sink_score_mean = 0;  ///< mean sink score of the last layer's heads
   bool above_accuracy = false; ///< accuracy > accuracy_threshold: the model counts in the sink statistics
   double sparsity_mean = 0;    ///< over all heads
   double flip_rate_mean = 0;   ///< over the last layer's heads (classification)

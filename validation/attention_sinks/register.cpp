@@ -185,6 +185,7 @@ RunOutput simulate(const Params& p, RunContext& ctx) {
   s["sink_layer"] = c.layers - 1;
   s["sink_score"] = head_matrix(r, c.layers, c.heads, &HeadMetrics::sink_score);
   s["sink_share"] = finite_or_null(r.sink_share);
+  s["sink_score_mean"] = finite_or_null(r.sink_score_mean);
   s["sparsity"] = head_matrix(r, c.layers, c.heads, &HeadMetrics::sparsity);
   s["sparsity_mean"] = finite_or_null(r.sparsity_mean);
   s["flip_rate"] = head_matrix(r, c.layers, c.heads, &HeadMetrics::flip_rate);
@@ -195,6 +196,7 @@ RunOutput simulate(const Params& p, RunContext& ctx) {
   out.info["observables"] = {{"accuracy", r.accuracy},
                              {"eval_loss", r.eval_loss},
                              {"sink_share", finite_or_null(r.sink_share)},
+                             {"sink_score", finite_or_null(r.sink_score_mean)},
                              {"sparsity", finite_or_null(r.sparsity_mean)},
                              {"flip_rate", finite_or_null(r.flip_rate_mean)},
                              {"steps_per_second", r.steps_per_second}};

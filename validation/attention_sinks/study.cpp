@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <array>
+#include <iterator>
 #include <map>
 #include <tuple>
 
@@ -40,7 +42,7 @@ std::pair<double, double> mean_sd(const std::vector<double>& xs) {
 
 Table study_table(const std::vector<json>& records) {
   struct Group {
-    std::vector<double> accuracy, sparsity, flip, share_above;
+    std::vector<double> accuracy, sparsity, flip, share_above, score_above;
     int models = 0, above = 0, sink_heads = 0, heads_above = 0;
   };
   std::map<std::tuple<std::string, std::string, int>, Group> groups;
@@ -54,32 +56,36 @@ Table study_table(const std::vector<json>& records) {
       ++g.above;
       const double share = number_or_nan(r, "sink_share");
       g.share_above.push_back(share);
+      g.score_above.push_back(number_or_nan(r, "sink_score_mean"));
       const int H = r.value("heads", 0);
       g.heads_above += H;
       if (std::isfinite(share)) g.sink_heads += int(std::lround(share * H));
     }
   }
-  Table t({"task", "attention", "heads", "models", "models_above", "sink_share", "sink_share_sd", "accuracy",
+  Table t({"task", "attention", "heads", "models", "models_above", "sink_share", "sink_share_sd", "sink_score",
+           "sink_score_sd", "accuracy",
            "accuracy_sd", "sparsity", "sparsity_sd", "flip_rate", "flip_rate_sd"});
   for (const auto& [key, g] : groups) {
     const auto [task, attention, heads] = key;
     const double pooled = g.heads_above > 0 ? double(g.sink_heads) / g.heads_above : kNaN;
-    const auto share = mean_sd(g.share_above);
+    const auto share = mean_sd(g.share_above), score = mean_sd(g.score_above);
     const auto acc = mean_sd(g.accuracy), sp = mean_sd(g.sparsity), fl = mean_sd(g.flip);
     t.add_row(std::vector<Cell>{task, attention, double(heads), double(g.models), double(g.above), pooled,
-                                g.above ? share.second : kNaN, acc.first, acc.second, sp.first, sp.second, fl.first,
+                                g.above ? share.second : kNaN, score.first, score.second, acc.first, acc.second, sp.first, sp.second, fl.first,
                                 fl.second});
   }
   return t;
 }
 
 Table runs_table(const std::vector<json>& records, const std::vector<std::string>& folders) {
-  Table t({"folder", "task", "attention", "heads", "seed", "accuracy", "sink_share", "sparsity", "flip_rate"});
+  Table t({"folder", "task", "attention", "heads", "seed", "accuracy", "sink_share", "sink_score", "sparsity",
+           "flip_rate"});
   for (std::size_t i = 0; i < records.size(); ++i) {
     const json& r = records[i];
     t.add_row(std::vector<Cell>{i < folders.size() ? folders[i] : std::string(), r.value("task", "?"),
                                 r.value("attention", "?"), double(r.value("heads", 0)),
                                 number_or_nan(r, "seed"), number_or_nan(r, "accuracy"), number_or_nan(r, "sink_share"),
+                                number_or_nan(r, "sink_score_mean"),
                                 number_or_nan(r, "sparsity_mean"), number_or_nan(r, "flip_rate_mean")});
   }
   return t;
@@ -91,14 +97,16 @@ void plot_study(const std::filesystem::path& dir) {
   const Table t = Table::read_csv_file((dir / "study.csv").string());
   plot::Figure fig;
   fig.title = "attention sinks per attention kind (mean +- sd over seeds)";
-  fig.columns = 3;
+  fig.columns = 2;
   plot::Panel share{"share of sink heads, last layer (models above accuracy threshold)", "heads", "share", false, false,
                     {}, {}, std::nullopt, std::pair<double, double>{-0.05, 1.05}};
+  plot::Panel score{"mean sink score, last layer (same models)", "heads", "sink score", false, false, {}, {},
+                    std::nullopt, std::pair<double, double>{-0.05, 1.05}};
   plot::Panel acc{"accuracy", "heads", "accuracy", false, false, {}, {}, std::nullopt,
                   std::pair<double, double>{0, 1.05}};
   plot::Panel sp{"sparsity (mean largest share of a row)", "heads", "sparsity", false, false, {}, {}, std::nullopt,
                  std::pair<double, double>{0, 1.05}};
-  std::map<std::string, std::array<plot::Series, 3>> by_kind;
+  std::map<std::string, std::array<plot::Series, 4>> by_kind;
   for (std::size_t i = 0; i < t.rows(); ++i) {
     const std::string label = t.text(i, "task") + " " + t.text(i, "attention");
     auto& s = by_kind[label];
@@ -108,10 +116,11 @@ void plot_study(const std::filesystem::path& dir) {
     }
     // Offset the kinds a little along the x axis so that their error bars do not overlap.
     const double x = t.number(i, "heads") * (1.0 + 0.03 * double(std::distance(by_kind.begin(), by_kind.find(label))));
-    const double cols[3][2] = {{t.number(i, "sink_share"), t.number(i, "sink_share_sd")},
+    const double cols[4][2] = {{t.number(i, "sink_share"), t.number(i, "sink_share_sd")},
+                               {t.number(i, "sink_score"), t.number(i, "sink_score_sd")},
                                {t.number(i, "accuracy"), t.number(i, "accuracy_sd")},
                                {t.number(i, "sparsity"), t.number(i, "sparsity_sd")}};
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < 4; ++k) {
       s[k].x.push_back(x);
       s[k].y.push_back(cols[k][0]);
       s[k].yerr.push_back(std::isfinite(cols[k][1]) ? cols[k][1] : 0.0);
@@ -119,11 +128,13 @@ void plot_study(const std::filesystem::path& dir) {
   }
   for (auto& [label, s] : by_kind) {
     share.series.push_back(s[0]);
-    acc.series.push_back(s[1]);
-    sp.series.push_back(s[2]);
+    score.series.push_back(s[1]);
+    acc.series.push_back(s[2]);
+    sp.series.push_back(s[3]);
   }
   acc.hlines.push_back({0.95, "accuracy threshold"});
-  fig.panels = {share, acc, sp};
+  score.hlines.push_back({0.9, "sink threshold"});
+  fig.panels = {share, score, acc, sp};
   plot::render(fig, dir / "sink_share");
 }
 
