@@ -104,7 +104,7 @@ ParamSet parameters() {
       .integer("points", 200, "log-spaced observation times in [t_min, t_max] (after t = 0)", Range::between(2, 1000000))
       .real_list("t_points", nullptr, "explicit observation times (sorted, >= 0); overrides t_min, t_max, points", Range::nonnegative())
       .choice("stepper", "auto", {"auto", "dopri5", "rkf78", "cash_karp54", "rosenbrock4"},
-              "ODE stepper; auto: rosenbrock4 (stiff) for the square-loss reduction, dopri5 otherwise")
+              "ODE stepper; auto: dopri5 (see docs/polarization.md on stiffness after an exponential convergence)")
       .real("rtol", 1e-10, "relative tolerance of the integrator", Range::positive())
       .real("atol", 1e-12, "absolute tolerance of the integrator", Range::positive())
       .boolean("log_time", true, "integrate in τ = log(1 + t): flows spanning decades (t = 1e20 and beyond)")
@@ -204,7 +204,7 @@ Config Config::from(const Params& p) {
   c.times = observation_times(p);
   c.t_max = c.times.back();
   const std::string st = p.text("stepper");
-  c.stepper = st != "auto" ? st : (c.flow == FlowKind::reduced && c.loss == Loss::square ? "rosenbrock4" : "dopri5");
+  c.stepper = st != "auto" ? st : "dopri5";
   c.rtol = p.real("rtol");
   c.atol = p.real("atol");
   c.log_time = p.boolean("log_time");

@@ -121,12 +121,15 @@ void plot_claim(const std::string& claim, const fs::path& dir) {
       m.series.push_back(s_max(load(dir, fmt::format("curve_kappa{}.csv", k)), fmt::format("kappa = {}", k), Style::lines, k - 1));
       m.series.push_back(s_max(load(dir, fmt::format("sim_kappa{}.csv", k)), "", Style::points, k - 1));
     }
+    m.yrange = std::make_pair(0.0, 1.35);  // room for the key above the curves
     f.panels.push_back(m);
     const Table sum = load(dir, "regression.csv");
     Panel k{"final max weight against kappa", "kappa", "max_i s_i", false, false, {}, {}, {}, {}};
     k.series.push_back(column(sum, "s_max_gd", "GD", Style::linespoints, 0, false, false, "kappa"));
     k.series.push_back(column(sum, "s_max_flow", "flow", Style::dashed, 1, false, false, "kappa"));
     k.series.push_back(column(sum, "reference", "spec reference", Style::points, 2, false, false, "kappa"));
+    k.yrange = std::make_pair(0.0, 1.35);
+    k.xrange = std::make_pair(0.8, 5.2);
     f.panels.push_back(k);
   } else if (claim == "normalizations") {
     f.title = "which normalisations polarise (logistic loss; lines: flow, points: GD lr 0.5)";
@@ -150,6 +153,8 @@ void plot_claim(const std::string& claim, const fs::path& dir) {
       c.series.push_back(column(gd, "max_other_col_norm", "", Style::dashed, k));
       ++k;
     }
+    m.yrange = std::make_pair(0.0, 1.35);
+    c.yrange = std::make_pair(0.0, 9.0);
     f.panels.push_back(m);
     f.panels.push_back(c);
   } else if (claim == "sign") {

@@ -38,6 +38,12 @@ long find_row(const Table& flow, double t) {
 
 }  // namespace
 
+std::vector<double> on_step_grid(const std::vector<double>& times, double lr) {
+  std::vector<double> out;
+  for (long k : steps_of(times, lr)) out.push_back(static_cast<double>(k) * lr);
+  return out;
+}
+
 Gap gap_between(const Config& c, const Table& gd, const Table& flow, double t_limit) {
   Gap g;
   for (std::size_t r = 0; r < gd.rows(); ++r) {
@@ -56,17 +62,16 @@ Gap gap_between(const Config& c, const Table& gd, const Table& flow, double t_li
     g.u = std::max(g.u, gu);
     const double tot = std::max({gs, ga, gu});
     if (!(tot <= g.total)) g.total = tot, g.t_worst = t;  // NaN counts as worst
+    ++g.compared;
   }
+  if (g.compared == 0) g.total = g.s = g.a = g.u = std::numeric_limits<double>::quiet_NaN();
   return g;
 }
 
 Validation validate(const Config& c0, const Instance& in, bool quiet) {
   Validation v;
   Config c = c0;
-  // Common observation times: whole multiples of the largest step.
-  std::vector<double> times;
-  for (long k : steps_of(c0.times, c0.lr)) times.push_back(static_cast<double>(k) * c0.lr);
-  c.times = times;
+  c.times = on_step_grid(c0.times, c0.lr);  // whole multiples of the largest step
   v.theory = theory_curve(c, in);
   const bool ended_early = v.theory.flow.ended_by_event;
   const double t_limit = ended_early ? v.theory.flow.summary.t_reached : std::numeric_limits<double>::infinity();

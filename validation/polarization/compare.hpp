@@ -26,7 +26,11 @@ namespace hdat::polarization {
 struct Gap {
   double total = 0, s = 0, a = 0, u = 0;
   double t_worst = 0;
+  int compared = 0;  ///< rows matched by time (the gaps are NaN when none)
 };
+
+/// Times rounded to whole steps k·lr (sorted, unique): where gradient descent and the flow meet.
+std::vector<double> on_step_grid(const std::vector<double>& times, double lr);
 
 /// Gap between a GD table and a flow table at the GD table's times (rows matched by t).
 Gap gap_between(const Config& c, const Table& gd, const Table& flow, double t_limit);

@@ -178,6 +178,8 @@ GdRun gradient_descent(const Config& c, const Instance& in, const GdOptions& opt
   progress.finish();
   run.steps_done = k;
   run.events = events;
+  run.V_final = V;
+  run.a_final = a;
   nlohmann::json inv;
   inv["loss_increases"] = increases;
   inv["worst_relative_loss_increase"] = worst_increase;

@@ -34,6 +34,8 @@ struct GdRun {
   double wall_seconds = 0;
   nlohmann::json invariants;     ///< worst violations of the identities above
   nlohmann::json events;         ///< first crossings (sum: simplex / F; l1, relu: logits through 0), non-finite state
+  Eigen::MatrixXd V_final;       ///< V (or U) at the last step
+  Eigen::VectorXd a_final;       ///< a at the last step
   nlohmann::json to_json() const;
 };
 
