@@ -2,6 +2,7 @@
 // model's simulate command: DIR/sinks.json, DIR/attention_maps.json, ...), or pool finished runs:
 //   hdat sinks [--config FILE] [--set key=value]... --out DIR [--plot]
 //   hdat sinks --collect DIR1 DIR2 ... --out DIR [--plot]      (study.csv, runs.csv, sink_share.png)
+//   hdat sinks --figures-only --out DIR                          (figures of a finished run or study)
 #include <fmt/format.h>
 
 #include <iostream>
@@ -21,6 +22,7 @@ struct SinksArgs {
   cli::ModelArgs model;
   std::vector<std::string> collect;
   bool plot = false;
+  bool figures_only = false;
 };
 
 int collect(const SinksArgs& a) {
@@ -58,7 +60,11 @@ int collect(const SinksArgs& a) {
 
 int run_sinks(SinksArgs& a) {
   int code = 0;
-  if (!a.collect.empty()) {
+  if (a.figures_only) {
+    if (!std::filesystem::exists(std::filesystem::path(a.model.out) / "run.json"))
+      throw InputError("--out", "no run.json in " + a.model.out + " (--figures-only draws an existing folder)");
+    a.plot = true;
+  } else if (!a.collect.empty()) {
     if (!a.model.sets.empty() || !a.model.config_file.empty())
       throw InputError("--collect", "pools finished runs; it takes no --set or --config");
     code = collect(a);
@@ -92,6 +98,7 @@ ExtraCommand sinks_command(CLI::App& app) {
   sub->add_flag("--quiet", args.model.quiet, "no progress lines");
   sub->add_option("--collect", args.collect, "output folders of finished runs to pool into study.csv");
   sub->add_flag("--plot", args.plot, "also draw the figures (gnuplot)");
+  sub->add_flag("--figures-only", args.figures_only, "only draw the figures of the existing folder --out");
   return {sub, [] { return run_sinks(args); }};
 }
 

@@ -195,14 +195,19 @@ void plot_run(const std::filesystem::path& dir) {
     hm.xlabel = "key position";
     hm.ylabel = "query position";
     hm.zlabel = "weight";
-    for (int i = 0; i < L; ++i) {
-      hm.x.push_back(i);
-      hm.y.push_back(i);
-    }
-    hm.z = Eigen::MatrixXd::Constant(L, L, kNaN);
+    // Two grid nodes per cell (its edges, less a sliver) so that the surface colours every cell with
+    // its own weight instead of blending neighbouring cells at the corners.
+    for (int i = 0; i < L; ++i)
+      for (double edge : {i - 0.5, i + 0.499}) {
+        hm.x.push_back(edge);
+        hm.y.push_back(edge);
+      }
+    hm.z = Eigen::MatrixXd::Constant(2 * L, 2 * L, kNaN);
     for (std::size_t i = 0; i < a.rows(); ++i)
-      if (int(a.number(i, "layer")) == layers - 1 && int(a.number(i, "head")) == hd)
-        hm.z(int(a.number(i, "key")), int(a.number(i, "query"))) = a.number(i, "weight");
+      if (int(a.number(i, "layer")) == layers - 1 && int(a.number(i, "head")) == hd) {
+        const int key = int(a.number(i, "key")), query = int(a.number(i, "query"));
+        hm.z.block(2 * key, 2 * query, 2, 2).setConstant(a.number(i, "weight"));
+      }
     plot::Figure f;
     f.heatmap = hm;
     f.panel_width = 480;
