@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "theory/polarization/normalization.hpp"
 #include "theory/polarization/observables.hpp"
 #include "theory/polarization/reduced.hpp"
 
@@ -13,6 +14,17 @@ CurveResult theory_curve(const Config& c, const Instance& in) {
   const auto conds = event_conditions(c, *flow);
   const IntegrateOptions opt = integrate_options(c, *flow);
   r.flow = run_flow(flow->system(), flow->initial_state(), 0.0, c.times, conds, opt);
+  // Sign changes are events; weights that start outside the simplex (sum, l1 with mixed-sign logits
+  // are fine, sum is not) are reported once at t = 0.
+  if (c.normalization == Normalization::sum && flow->logits_offset() >= 0) {
+    const Eigen::VectorXd x0 = flow->initial_state();
+    const Eigen::VectorXd a0 = x0.segment(flow->logits_offset(), c.T);
+    for (int i = 0; i < c.T; ++i)
+      if (a0(i) / a0.sum() < 0)
+        r.flow.events.insert(r.flow.events.begin(),
+                             Event{"outside_simplex_at_start", i, 0.0, EventAction::report,
+                                   "weight s_" + std::to_string(i) + " = a_" + std::to_string(i) + "/Σa is negative at t = 0", -1});
+  }
   r.table = Table(observable_columns(c));
   for (std::size_t k = 0; k < r.flow.t.size(); ++k) r.table.add_row(observable_row(c, r.flow.t[k], flow->measure(r.flow.x[k])));
   r.ok = r.flow.summary.ok();

@@ -92,6 +92,7 @@ GdRun gradient_descent(const Config& c, const Instance& in, const GdOptions& opt
 
   Progress progress("gradient descent", last, !opt.quiet && last > 2'000'000);
   double L_prev = 0;
+  long reported = 0;
   std::size_t next = 0;
   long k = 0;
   Eigen::VectorXd x_before;
@@ -170,11 +171,16 @@ GdRun gradient_descent(const Config& c, const Instance& in, const GdOptions& opt
         F_prev = F;
       }
     }
-    if ((k & 0xFFFF) == 0) {
-      progress.advance(0x10000);
-      if (interrupted()) break;
+    if (k > 0 && (k & 0xFFFF) == 0) {
+      progress.advance(k - reported);
+      reported = k;
+      if (interrupted()) {
+        run.interrupted = true;
+        break;
+      }
     }
   }
+  progress.advance(k - reported);
   progress.finish();
   run.steps_done = k;
   run.events = events;

@@ -31,6 +31,7 @@ struct GdRun {
   std::vector<long> steps;       ///< recorded steps
   long steps_done = 0;
   bool finite = true;
+  bool interrupted = false;      ///< stopped by Ctrl-C (rows before it are kept)
   double wall_seconds = 0;
   nlohmann::json invariants;     ///< worst violations of the identities above
   nlohmann::json events;         ///< first crossings (sum: simplex / F; l1, relu: logits through 0), non-finite state

@@ -80,7 +80,12 @@ void plot_dynamics(const fs::path& dir, const nlohmann::json& run) {
     }
     return p;
   };
-  f.panels.push_back(per_token("s", "weights s_i (lines: flow, points: GD)", "s_i", true));
+  const std::string how = has_curve && has_sim ? " (lines: flow, points: GD)" : has_sim ? " (gradient descent)" : " (flow)";
+  // Log scale for weights on the simplex; linear when some leave it (sum) or are not normalised.
+  bool positive = true;
+  for (int i = 0; i < T && positive; ++i)
+    for (double v : ref.numbers(fmt::format("s_{}", i))) positive = positive && v >= 0 && v <= 1;
+  f.panels.push_back(per_token("s", "weights s_i" + how, "s_i", positive));
   f.panels.push_back(per_token("a", "logits a_i", "a_i", false));
   f.panels.push_back(per_token("u", "projections u_i = <V e_i, β*>", "u_i", false));
   Panel loss{"loss", "t", "loss", true, true, {}, {}, {}, {}};

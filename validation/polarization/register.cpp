@@ -105,6 +105,7 @@ RunOutput cmd_simulate(const Params& p, RunContext& ctx) {
                                static_cast<int>(run.table.number(L, "top")), 1 - run.table.number(L, "one_minus_s_top"), run.table.number(L, "loss"));
   }
   out.summary += "  invariants: " + run.invariants.dump() + "\n";
+  if (run.interrupted) out.exit_code = 130;
   if (!run.finite) {
     out.exit_code = 3;
     out.summary += "  numerical failure: the state became non-finite (rows before it are kept)\n";
@@ -126,6 +127,8 @@ RunOutput cmd_validate(const Params& p, RunContext& ctx) {
   out.info = v.info;
   out.summary = v.summary;
   out.exit_code = v.agree ? 0 : (v.theory.ok ? 1 : 3);
+  for (const auto& r : v.runs)
+    if (r.interrupted) out.exit_code = 130;
   figures_into(ctx, c, out);
   return out;
 }
