@@ -73,10 +73,10 @@ const ParamSet& parameters() {
         .integer("L", 4, "tokens per sequence", Range::between(1, 4096))
         .integer("F", 2, "latent spikes (features)", Range::between(1, 256))
         .integer("H", 2, "attention heads", Range::between(1, 256))
-        .real("eta", 0.5, "learning rate eta (time t = steps / D)", Range::positive())
+        .real("eta", 1.0, "learning rate eta (time t = steps / D)", Range::positive())
         .real("noise", 0.1, "label noise Delta (y = x_eps.v*/sqrt(D) + Delta xi)", Range::nonnegative())
         .integer("batch", 1, "fresh samples averaged per SGD step (the eta^2 term scales as 1/batch)", Range::at_least(1))
-        .choice("activation", "softmax", {"softmax", "softmax1", "bayes"},
+        .choice("activation", "bayes", {"softmax", "softmax1", "bayes"},
                 "softmax per head | softmax with an extra zero logit | one softmax over heads x tokens with norm offset")
         .choice("aggregation", "mean", {"mean", "sum"}, "combination of per-head weights (softmax, softmax1): c_h = 1/H or 1")
         .real_list("bias", nullptr, "b_h, fixed log prior weights of the bayes heads (default: zeros)")
@@ -86,6 +86,8 @@ const ParamSet& parameters() {
         .real_matrix("prior.points", nullptr, "discrete prior: support points theta^k (K x F)")
         .real_list("prior.probs", nullptr, "discrete prior: probabilities p_k (default: uniform)", Range::nonnegative())
         .real_list("prior.amplitudes", nullptr, "signs prior: amplitudes a_f, theta_f = +-a_f (length F)", Range::nonnegative())
+        .real("prior.scale", 1.0, "signal amplitude: theta is multiplied by this factor (any prior kind; for sweeps)",
+              Range::nonnegative())
         .real("init_std", 0.3, "sigma0: initial keys k_h ~ N(0, sigma0^2 I_D)", Range::nonnegative())
         .real_matrix("M0", nullptr, "initial head-spike overlaps M (H x F) for the theory")
         .real_matrix("R0", nullptr, "initial head-head overlaps R (H x H, symmetric) for the theory")
@@ -95,7 +97,7 @@ const ParamSet& parameters() {
               Range::between(0, 1))
         .integer("seed", 0, "seed of every random stream (initial asymmetry, theory samples, simulation)", Range::at_least(0))
         // Time grid.
-        .real("t_max", 50.0, "final time t = steps / D", Range::positive())
+        .real("t_max", 100.0, "final time t = steps / D", Range::positive())
         .real_list("t_points", nullptr, "observation times (default: 0 and n_points log-spaced times up to t_max)", Range::nonnegative())
         .integer("n_points", 120, "number of log-spaced observation times when t_points is not given", Range::between(2, 100000))
         // Theory numerics.
@@ -126,9 +128,9 @@ const ParamSet& parameters() {
         .integer("drift_samples", 4000, "validate mode=drift: independent one-step increments per configuration", Range::at_least(10))
         .real_list("drift_times", json::array({0.0, 5.0, 20.0}), "validate mode=drift: times along a simulation at which drifts are checked",
                    Range::nonnegative())
-        .choice("broken_term", "none", {"none", "eta2", "gg", "sign_RM"},
-                "testing only: break the theory on purpose (drop the eta^2 term; drop its 2 g g part; flip the sign "
-                "of the kappa R term) to show that validate fails");
+        .choice("broken_term", "none", {"none", "eta2", "sign_gg"},
+                "testing only: break the theory on purpose (drop the eta^2 term, or flip the sign of its 2 g g part) "
+                "to show that validate fails");
     return p;
   }();
   return set;
@@ -209,6 +211,12 @@ Setup setup_from(const Params& p) {
     s.prior.kind = Prior::Kind::signs;
     s.prior.amplitudes = p.vector("prior.amplitudes");
   }
+  // prior.scale multiplies θ itself, whatever the prior.
+  const double scale = p.real("prior.scale");
+  s.prior.mean *= scale;
+  s.prior.std *= scale;
+  s.prior.points *= scale;
+  s.prior.amplitudes *= scale;
   s.init_std = p.real("init_std");
   s.seed = static_cast<std::uint64_t>(p.integer("seed"));
   return s;

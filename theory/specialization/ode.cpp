@@ -30,7 +30,7 @@ struct FlowKernel {
   const Eigen::VectorXd* theta_w;
   bool theta_from_sample;
   bool risk_only;
-  bool drop_gg = false;  // testing only (broken_term = gg)
+  bool flip_gg = false;  // testing only (broken_term = sign_gg)
   Eigen::MatrixXd M, C;  // H x F, H x H
   Attention att;
   // Scratch (one copy per thread).
@@ -127,7 +127,7 @@ struct FlowKernel {
         mm.noalias() = m.transpose() * m;
         N.setZero();
         att.jacobian_gram(a, m, mm, a2 + Delta2, N);
-        if (!drop_gg) N.noalias() += 2.0 * g.transpose() * g;
+        N.noalias() += (flip_gg ? -2.0 : 2.0) * g.transpose() * g;
         for (int hp = 0; hp < H; ++hp)
           for (int h = 0; h < H; ++h) Nn[h + H * hp] += wt * N(h, hp);
       }
@@ -188,7 +188,7 @@ FlowTerms OrderParameterFlow::terms(const Eigen::MatrixXd& M, const Eigen::Matri
   Attention att = setup_.attention();
   if (setup_.activation == Activation::bayes) att.logit_offset = -0.5 * R.diagonal() + setup_.bias;
   FlowKernel kernel(setup_, perms_, thetas_, theta_w_, theta_from_sample_, false, M, C, att);
-  kernel.drop_gg = options_.broken_term == "gg";
+  kernel.flip_gg = options_.broken_term == "sign_gg";
   const int dim = kernel.out_dim();
   const Estimate est = expectation(*samples_, kernel, dim, with_se, options_.threads);
   auto block = [&](const Eigen::VectorXd& v, int offset, int rows, int cols) {
@@ -198,11 +198,10 @@ FlowTerms OrderParameterFlow::terms(const Eigen::MatrixXd& M, const Eigen::Matri
   const Eigen::VectorXd gs = block(est.mean, H * F + H * H, H, 1);
   const Eigen::MatrixXd Nn = block(est.mean, H * F + H * H + H, H, H);
   const double eta = setup_.eta, kap = setup_.kappa();
-  const double sign_RM = options_.broken_term == "sign_RM" ? -1.0 : 1.0;
   t.dM = -eta * (A - kap * (gs.asDiagonal() * M));
   t.dR_drift.resize(H, H);
   for (int h = 0; h < H; ++h)
-    for (int k = 0; k < H; ++k) t.dR_drift(h, k) = -eta * (B(k, h) + B(h, k) - sign_RM * kap * R(h, k) * (gs(k) + gs(h)));
+    for (int k = 0; k < H; ++k) t.dR_drift(h, k) = -eta * (B(k, h) + B(h, k) - kap * R(h, k) * (gs(k) + gs(h)));
   t.dR_noise = (options_.broken_term == "eta2" ? 0.0 : eta * eta / setup_.batch) * Nn;
   t.risk = est.mean(dim - 1);
   if (with_se) {

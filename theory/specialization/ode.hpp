@@ -27,7 +27,7 @@ struct FlowOptions {
   std::uint64_t seed = 0;
   int threads = 0;
   bool symmetrize_heads = true;  ///< close the sample set under head permutations (when H! ≤ 120)
-  /// Testing only: "eta2" drops the η² term, "gg" its 2 g g part; "sign_RM" flips the sign of the κ R term.
+  /// Testing only: "eta2" drops the η² term; "sign_gg" flips the sign of its 2 g g part.
   std::string broken_term = "none";
 };
 

@@ -3,6 +3,7 @@
 #include "theory/specialization/curve.hpp"
 #include "theory/specialization/model.hpp"
 #include "validation/specialization/simulate.hpp"
+#include "validation/specialization/validate.hpp"
 
 namespace hdat {
 
@@ -21,6 +22,7 @@ void register_specialization(Registry& r) {
   e.check = check;
   e.commands["curve"] = curve_command;
   e.commands["simulate"] = simulate_command;
+  e.commands["validate"] = validate_command;
   e.default_observables = {"final:risk", "info:events.plateau_end", "info:bayes_risk"};
   r.add(std::move(e));
 }

@@ -1,0 +1,79 @@
+// The attention activations against finite differences: the vector-Jacobian product and the
+// Jacobian Gram contraction used by theory and simulator, for all three activations.
+#include <doctest/doctest.h>
+
+#include <boost/random/normal_distribution.hpp>
+
+#include "hdat/core/random.hpp"
+#include "theory/specialization/attention.hpp"
+#include "theory/specialization/model.hpp"
+
+using namespace hdat::specialization;
+
+namespace {
+// Numerical Jacobian J(l', h*L + l) = ∂w_l' / ∂χ_hl by central differences.
+Eigen::MatrixXd numerical_jacobian(const Attention& att, const Eigen::MatrixXd& chi) {
+  const int L = att.L, H = att.H;
+  Eigen::MatrixXd J(L, L * H), a(L, H), m(L, H);
+  Eigen::VectorXd wp(L), wm(L);
+  for (int h = 0; h < H; ++h)
+    for (int l = 0; l < L; ++l) {
+      Eigen::MatrixXd c = chi;
+      const double e = 1e-6;
+      c(l, h) += e;
+      att.forward(c, a, wp, m);
+      c(l, h) -= 2 * e;
+      att.forward(c, a, wm, m);
+      J.col(h * L + l) = (wp - wm) / (2 * e);
+    }
+  return J;
+}
+}  // namespace
+
+TEST_CASE("activation Jacobians agree with finite differences (softmax, softmax1, bayes; mean and sum)") {
+  auto eng = hdat::rng::engine(5);
+  boost::random::normal_distribution<double> nd;
+  for (auto act : {Activation::softmax, Activation::softmax1, Activation::bayes})
+    for (auto agg : {Aggregation::mean, Aggregation::sum}) {
+      CAPTURE(activation_name(act));
+      CAPTURE(static_cast<int>(agg));
+      const int L = 5, H = 3;
+      Attention att(act, agg, L, H);
+      for (int h = 0; h < H; ++h) att.logit_offset(h) = act == Activation::bayes ? 0.3 * nd(eng) : 0.0;
+      Eigen::MatrixXd chi(L, H), a(L, H), m(L, H), G(L, H);
+      for (int i = 0; i < L * H; ++i) chi.data()[i] = 1.5 * nd(eng);
+      Eigen::VectorXd w(L), r(L);
+      for (int l = 0; l < L; ++l) r(l) = nd(eng);
+      att.forward(chi, a, w, m);
+      const Eigen::MatrixXd J = numerical_jacobian(att, chi);
+      // vjp: G_hl = Σ_l' r_l' J_{l', hl}
+      att.vjp(a, m, r, G);
+      for (int h = 0; h < H; ++h)
+        for (int l = 0; l < L; ++l) CHECK(G(l, h) == doctest::Approx(r.dot(J.col(h * L + l))).epsilon(1e-7));
+      // Gram: Σ_l f J_{:,hl}·J_{:,h'l}
+      Eigen::MatrixXd out = Eigen::MatrixXd::Zero(H, H), mm = m.transpose() * m;
+      att.jacobian_gram(a, m, mm, 0.7, out);
+      for (int h = 0; h < H; ++h)
+        for (int k = 0; k < H; ++k) {
+          double ref = 0;
+          for (int l = 0; l < L; ++l) ref += 0.7 * J.col(h * L + l).dot(J.col(k * L + l));
+          CHECK(out(h, k) == doctest::Approx(ref).epsilon(1e-6));
+        }
+      // Weights: softmax sums to 1 per head (mean: w sums to 1); softmax1 to less than 1; bayes to 1.
+      if (act == Activation::bayes) CHECK(w.sum() == doctest::Approx(1.0));
+      if (act == Activation::softmax && agg == Aggregation::mean) CHECK(w.sum() == doctest::Approx(1.0));
+      if (act == Activation::softmax1) CHECK(w.sum() < (agg == Aggregation::mean ? 1.0 : H));
+    }
+}
+
+TEST_CASE("softmax stays finite for huge logits (log-sum-exp)") {
+  for (auto act : {Activation::softmax, Activation::softmax1, Activation::bayes}) {
+    Attention att(act, Aggregation::mean, 3, 2);
+    Eigen::MatrixXd chi(3, 2), a(3, 2), m(3, 2);
+    chi << 800, -800, 790, 0, -5, 1e3;
+    Eigen::VectorXd w(3);
+    att.forward(chi, a, w, m);
+    CHECK(a.allFinite());
+    CHECK(w.allFinite());
+  }
+}
