@@ -120,6 +120,12 @@ Validation validate(const Config& c0, const Instance& in, bool quiet) {
     const double roundoff_bound = 1e-12 + 1e-15 * steps * (1 + amax);
     if (inv.contains("mean_a_drift") && !(inv["mean_a_drift"].get<double>() <= roundoff_bound))
       v.failures.push_back(fmt::format("mean(a) drifted by {:.3g} at η = {:g} (conserved: 1ᵀC(s) = 0)", inv["mean_a_drift"].get<double>(), v.lrs[k]));
+    if (inv.contains("V_minus_V0_orthogonal_to_beta")) {
+      double vmax = 0;
+      for (std::size_t i = 0; i < r.table.rows(); ++i) vmax = std::max(vmax, r.table.number(i, "V_norm"));
+      if (!(inv["V_minus_V0_orthogonal_to_beta"].get<double>() <= 1e-12 + 1e-15 * steps * (1 + vmax)))
+        v.failures.push_back(fmt::format("V − V(0) left span(β*) by {:.3g} at η = {:g}", inv["V_minus_V0_orthogonal_to_beta"].get<double>(), v.lrs[k]));
+    }
     if (inv.contains("energy_identity_residual") && !(inv["energy_identity_residual"].get<double>() <= 1e-12))
       v.failures.push_back(fmt::format("|V|² identity violated by {:.3g} at η = {:g}", inv["energy_identity_residual"].get<double>(), v.lrs[k]));
   }
