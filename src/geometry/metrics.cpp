@@ -36,35 +36,85 @@ double f_score(double precision, double recall) {
   return 2.0 * precision * recall / (precision + recall);
 }
 
+namespace {
+// Σ_q #{k : a[k] < x_q} (strict) or Σ_q #{k : a[k] ≤ x_q} over the queries x[0..m), a[0..n) sorted.
+// Branch-free binary searches (the step is multiplied by the comparison), eight at a time in lockstep: the step sequence
+// depends only on n, and the eight independent searches hide each other's load latency.
+template <bool strict>
+double sum_counts(const double* a, std::size_t n, const double* x, std::size_t m) {
+  auto below = [](double ak, double xq) { return strict ? ak < xq : ak <= xq; };
+  constexpr std::size_t B = 8;
+  double total = 0;
+  std::size_t q = 0;
+  for (; q + B <= m; q += B) {
+    const double* base[B];
+    for (std::size_t b = 0; b < B; ++b) base[b] = a;
+    std::size_t len = n;
+    while (len > 1) {
+      const std::size_t half = len / 2;
+      for (std::size_t b = 0; b < B; ++b) base[b] += half * static_cast<std::size_t>(below(base[b][half - 1], x[q + b]));
+      len -= half;
+    }
+    for (std::size_t b = 0; b < B; ++b) total += static_cast<double>(base[b] - a) + (below(*base[b], x[q + b]) ? 1 : 0);
+  }
+  for (; q < m; ++q) {
+    const double* base = a;
+    std::size_t len = n;
+    while (len > 1) {
+      const std::size_t half = len / 2;
+      base += half * static_cast<std::size_t>(below(base[half - 1], x[q]));
+      len -= half;
+    }
+    total += static_cast<double>(base - a) + (below(*base, x[q]) ? 1 : 0);
+  }
+  return total;
+}
+}  // namespace
+
 SetMetrics metrics_from_distances(std::span<const double> D, std::span<const char> in_set, std::vector<double>& scratch) {
   const std::size_t n = D.size();
   if (in_set.size() != n) throw InputError("in_set", fmt::format("has {} flags for {} distances", in_set.size(), n));
+  // The loops below are written without data-dependent branches (selects and counted stores): the
+  // membership pattern of a random set is unpredictable.
   double rho_max = -INFINITY, rho_min = INFINITY;
-  int N = 0;
-  scratch.clear();
+  long N = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (in_set[i]) {
-      ++N;
-      rho_max = std::max(rho_max, D[i]);
+    const bool member = in_set[i] != 0;
+    N += member;
+    rho_max = std::max(rho_max, member ? D[i] : -INFINITY);
+    rho_min = std::min(rho_min, member ? INFINITY : D[i]);
+  }
+  if (N == 0 || N == static_cast<long>(n))
+    throw InputError("N", fmt::format("needs 1 <= N < number of candidates (got N = {} of {})", N, n));
+  // Only the overlap can hold inversions: selected i with D_i ≥ ρ_min (the not-recalled ones) and
+  // unselected j with D_j ≤ ρ_max (the contamination); any other pair has D_j > D_i.
+  scratch.resize(2 * n);
+  double* late_d = scratch.data();         // [0, late)
+  double* contaminating = late_d + n;      // [0, contamination)
+  std::size_t late = 0, b = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool member = in_set[i] != 0;
+    late_d[late] = D[i];
+    late += member & (D[i] >= rho_min);
+    contaminating[b] = D[i];
+    b += !member & (D[i] <= rho_max);
+  }
+  const long contamination = static_cast<long>(b);
+  const long recalled = N - static_cast<long>(late);
+  // GInv = Σ_{i∈S} #{j∉S : D_j ≤ D_i}: sort the smaller side of the overlap and count for each
+  // point of the other side by binary search.
+  double ginv = 0;
+  if (late > 0 && b > 0) {
+    if (late <= b) {
+      std::sort(late_d, late_d + late);  // Σ_j #{i : D_i ≥ D_j} = Σ_j (late − #{i : D_i < D_j})
+      ginv = static_cast<double>(late * b) - sum_counts<true>(late_d, late, contaminating, b);
     } else {
-      rho_min = std::min(rho_min, D[i]);
-      scratch.push_back(D[i]);  // unselected distances, sorted below for the inversion count
+      std::sort(contaminating, contaminating + b);  // Σ_i #{j : D_j ≤ D_i}
+      ginv = sum_counts<false>(contaminating, b, late_d, late);
     }
   }
-  if (N == 0 || scratch.empty())
-    throw InputError("N", fmt::format("needs 1 <= N < number of candidates (got N = {} of {})", N, n));
-  std::sort(scratch.begin(), scratch.end());
-  long contamination = 0, recalled = 0;
-  double ginv = 0;
-  // #{j∉S : D_j ≤ ρ_max}: points on the outer ball count as contamination.
-  contamination = std::upper_bound(scratch.begin(), scratch.end(), rho_max) - scratch.begin();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!in_set[i]) continue;
-    if (D[i] < rho_min) ++recalled;  // strict
-    ginv += static_cast<double>(std::upper_bound(scratch.begin(), scratch.end(), D[i]) - scratch.begin());
-  }
   SetMetrics m;
-  m.N = N;
+  m.N = static_cast<int>(N);
   m.precision = static_cast<double>(N) / static_cast<double>(N + contamination);
   m.recall = static_cast<double>(recalled) / N;
   m.F = f_score(m.precision, m.recall);
@@ -75,9 +125,27 @@ SetMetrics metrics_from_distances(std::span<const double> D, std::span<const cha
 
 namespace {
 
+// Sums over the components in index order, one term at a time: the fast path (vectorised across
+// sources, never across components) and the reference do the same arithmetic, so equal inputs give
+// bit-equal distances and exact ties stay ties.
+double squared_distance(const Eigen::Ref<const Eigen::VectorXd>& x, const Eigen::Ref<const Eigen::VectorXd>& s) {
+  double acc = 0;
+  for (Eigen::Index c = 0; c < x.size(); ++c) {
+    const double diff = x(c) - s(c);
+    acc += diff * diff;
+  }
+  return acc;
+}
+double dot(const Eigen::Ref<const Eigen::VectorXd>& x, const Eigen::Ref<const Eigen::VectorXd>& s) {
+  double acc = 0;
+  for (Eigen::Index c = 0; c < x.size(); ++c) acc += x(c) * s(c);
+  return acc;
+}
+double norm(const Eigen::Ref<const Eigen::VectorXd>& x) { return std::sqrt(dot(x, x)); }
+
 double distance(const Eigen::Ref<const Eigen::VectorXd>& x, const Eigen::Ref<const Eigen::VectorXd>& s, Distance d) {
-  if (d == Distance::euclidean) return (x - s).norm();
-  return 1.0 - x.dot(s) / (x.norm() * s.norm() + kCosineEpsilon);
+  if (d == Distance::euclidean) return std::sqrt(squared_distance(x, s));
+  return 1.0 - dot(x, s) / (norm(x) * norm(s) + kCosineEpsilon);
 }
 
 }  // namespace
@@ -155,16 +223,31 @@ std::vector<int> random_prefix(int m, int k, rng::Engine& engine) {
 
 void SelectionGeometry::measure(int N, std::array<SetMetrics, kDistances>& out) {
   const int m = static_cast<int>(candidates_.size());
-  const double s_norm = s_.norm();
+  const double s_norm = norm(s_);
+  // Component by component over all sources at once (rows of y_ are contiguous): the same
+  // arithmetic per source as the reference.
+  sq_.assign(m, 0.0);
+  dot_.assign(m, 0.0);
+  for (Eigen::Index c = 0; c < y_.rows(); ++c) {
+    const double* row = y_.row(c).data();
+    const double sc = s_(c);
+    double* sq = sq_.data();
+    double* dt = dot_.data();
+    for (int k = 0; k < m; ++k) {
+      const double diff = row[k] - sc;
+      sq[k] += diff * diff;
+      dt[k] += row[k] * sc;
+    }
+  }
   for (int d = 0; d < kDistances; ++d) {
     if (d == static_cast<int>(Distance::euclidean)) {
-      for (int k = 0; k < m; ++k) D_[k] = (y_.col(k) - s_).norm();
+      for (int k = 0; k < m; ++k) D_[k] = std::sqrt(sq_[k]);
     } else {
-      for (int k = 0; k < m; ++k) D_[k] = 1.0 - y_.col(k).dot(s_) / (norms_(k) * s_norm + kCosineEpsilon);
+      for (int k = 0; k < m; ++k) D_[k] = 1.0 - dot_[k] / (norms_(k) * s_norm + kCosineEpsilon);
     }
     out[d] = metrics_from_distances(D_, in_set_, scratch_);
-    (void)N;
   }
+  (void)N;
 }
 
 void SelectionGeometry::evaluate(const Eigen::Ref<const Eigen::VectorXd>& alpha, const Eigen::Ref<const Eigen::MatrixXd>& values,
@@ -188,7 +271,7 @@ void SelectionGeometry::evaluate(const Eigen::Ref<const Eigen::VectorXd>& alpha,
   norms_.resize(m);
   for (int k = 0; k < m; ++k) {
     y_.col(k) = alpha(candidates_[k]) * values.col(candidates_[k]);
-    norms_(k) = y_.col(k).norm();
+    norms_(k) = norm(y_.col(k));
   }
   D_.resize(m);
   in_set_.assign(m, 0);

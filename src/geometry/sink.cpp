@@ -78,12 +78,13 @@ Winner winning_source(const Eigen::Ref<const Eigen::VectorXd>& alpha, const Eige
 }
 
 Role classify_query(const Eigen::Ref<const Eigen::VectorXd>& alpha, const Eigen::Ref<const Eigen::MatrixXd>& values,
-                    const TaxonomyOptions& options) {
+                    const TaxonomyOptions& options, int* winner) {
   const int t = static_cast<int>(alpha.size()) - 1;
   if (t == options.sink)
     throw InputError("query", fmt::format("query {} is the sink itself: Retriever and Mixer cannot be told apart", t));
   if (options.winner_margin < 0) throw InputError("taxonomy.winner_margin", "must be >= 0");
   const Winner w = winning_source(alpha, values, options.tie);
+  if (winner) *winner = w.source;
   if (options.winner_margin > 0 && !(w.score >= (1.0 + options.winner_margin) * w.runner_up)) return Role::reset;
   if (w.source == t) return Role::retriever;
   if (w.source == options.sink) return Role::mixer;

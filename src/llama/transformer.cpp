@@ -34,13 +34,10 @@ M silu(const M& x) {
 template <class Col>
 void causal_softmax(Col&& s, Eigen::Index t) {
   using S = typename std::decay_t<Col>::Scalar;
-  const S mx = s.head(t + 1).maxCoeff();
-  S sum = 0;
-  for (Eigen::Index i = 0; i <= t; ++i) {
-    s(i) = std::exp(s(i) - mx);
-    sum += s(i);
-  }
-  s.head(t + 1) /= sum;
+  auto head = s.head(t + 1).array();
+  const S mx = head.maxCoeff();
+  head = (head - mx).exp();  // vectorised exp
+  head /= head.sum();
   s.tail(s.size() - t - 1).setZero();
 }
 

@@ -91,10 +91,12 @@ class SelectionGeometry {
  private:
   // Metrics for the first `N` entries of `order_` being the set, both distances; `s` the aggregate.
   void measure(int N, std::array<SetMetrics, kDistances>& out);
-  Eigen::MatrixXd y_;               // contributions of the candidates, column k = y of candidate k
+  // Contributions of the candidates, column k = y of candidate k; row-major so that one component
+  // of all sources is contiguous (the distance loops run across sources).
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> y_;
   Eigen::VectorXd s_, norms_;
   std::vector<int> candidates_, order_, position_;
-  std::vector<double> D_, scratch_;
+  std::vector<double> D_, scratch_, sq_, dot_;
   std::vector<char> in_set_;
 };
 

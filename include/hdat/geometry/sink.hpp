@@ -50,8 +50,9 @@ Winner winning_source(const Eigen::Ref<const Eigen::VectorXd>& alpha, const Eige
 
 /// Role of one head at query t (= alpha.size() − 1): Retriever if the winner is t, Mixer if it is
 /// the sink, Reset otherwise (or when the winner's margin is too small). Needs t ≠ sink.
+/// `winner`, when given, receives the winning source (whatever the margin).
 Role classify_query(const Eigen::Ref<const Eigen::VectorXd>& alpha, const Eigen::Ref<const Eigen::MatrixXd>& values,
-                    const TaxonomyOptions& options);
+                    const TaxonomyOptions& options, int* winner = nullptr);
 
 /// A head's label from its per-query role counts.
 struct HeadLabel {
