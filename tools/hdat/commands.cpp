@@ -6,6 +6,7 @@ namespace hdat {
 std::vector<ExtraCommand> extra_commands(CLI::App& app) {
   std::vector<ExtraCommand> out;
   out.push_back(sinks_command(app));
+  out.push_back(geometry_command(app));
   (void)app;
   return out;
 }
