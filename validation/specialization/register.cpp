@@ -6,6 +6,9 @@
 #include "validation/specialization/validate.hpp"
 
 namespace hdat {
+namespace specialization {
+void plot_specialization(const std::filesystem::path& dir);  // figures.cpp
+}
 
 void register_specialization(Registry& r) {
   using namespace specialization;
@@ -23,6 +26,7 @@ void register_specialization(Registry& r) {
   e.commands["curve"] = curve_command;
   e.commands["simulate"] = simulate_command;
   e.commands["validate"] = validate_command;
+  e.plot = plot_specialization;
   e.default_observables = {"final:risk", "info:events.plateau_end", "info:bayes_risk"};
   r.add(std::move(e));
 }

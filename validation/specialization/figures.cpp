@@ -1,0 +1,204 @@
+// Figures of the specialization model's output folders (used by `hdat plot DIR`).
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "hdat/core/output.hpp"
+#include "hdat/core/plot.hpp"
+#include "hdat/core/table.hpp"
+
+namespace hdat::specialization {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> columns_of_block(const Table& t, const std::string& block) {
+  std::vector<std::string> out;
+  for (const auto& c : t.columns())
+    if (c.rfind(block + "_", 0) == 0 && c.find("_se") == std::string::npos) out.push_back(c);
+  return out;
+}
+
+// Positive times only (log axes).
+std::vector<std::size_t> positive_rows(const Table& t) {
+  std::vector<std::size_t> r;
+  for (std::size_t i = 0; i < t.rows(); ++i)
+    if (t.number(i, "t") > 0) r.push_back(i);
+  return r;
+}
+
+plot::Series series_of(const Table& t, const std::vector<std::size_t>& rows, const std::string& col, plot::Style style, int color,
+                       const std::string& se_col = "") {
+  plot::Series s;
+  s.label = col;
+  s.style = style;
+  s.color = color;
+  for (std::size_t r : rows) {
+    s.x.push_back(t.number(r, "t"));
+    s.y.push_back(t.number(r, col));
+    if (!se_col.empty()) s.yerr.push_back(t.number(r, se_col));
+  }
+  return s;
+}
+
+void plot_curve(const fs::path& dir, const nlohmann::json& run, const std::string& file, bool with_errors) {
+  const Table t = Table::read_csv_file((dir / file).string());
+  const auto rows = positive_rows(t);
+  const plot::Style style = with_errors ? plot::Style::errorbars : plot::Style::lines;
+  plot::Figure f;
+  f.title = fmt::format("specialization: {} ({}, H={}, F={})", with_errors ? "simulation" : "theory",
+                        run["config"].value("activation", std::string("?")), run["config"].value("H", 0), run["config"].value("F", 0));
+  f.columns = 3;
+  plot::Panel risk{"risk", "t", "risk", true, false, {}, {}, {}, {}};
+  risk.series.push_back(series_of(t, rows, "risk", style, 0, with_errors ? "risk_se" : ""));
+  if (run.contains("bayes_risk")) risk.hlines.push_back({run["bayes_risk"].get<double>(), "Bayes risk"});
+  if (run.contains("events") && run["events"]["plateau_end"].is_number())
+    risk.title = fmt::format("risk (plateau ends at t = {:.3g})", run["events"]["plateau_end"].get<double>());
+  f.panels.push_back(risk);
+  for (const char* block : {"M", "R"}) {
+    plot::Panel p{std::string(block) + (block[0] == 'M' ? ": head-spike overlaps" : ": head-head overlaps"), "t", block, true, false,
+                  {}, {}, {}, {}};
+    int color = 0;
+    for (const auto& c : columns_of_block(t, block))
+      p.series.push_back(series_of(t, rows, c, style, color++, with_errors ? c + "_se" : ""));
+    f.panels.push_back(p);
+  }
+  plot::render(f, dir / (with_errors ? "sim" : "curve"));
+  if (fs::exists(dir / "prune.csv")) {
+    const Table pr = Table::read_csv_file((dir / "prune.csv").string());
+    plot::Figure g;
+    plot::Panel p{"risk after pruning (best subset of each size)", "kept heads", "risk", false, false, {}, {}, {}, {}};
+    plot::Series s{"risk", {}, {}, {}, plot::Style::errorbars, 0};
+    for (std::size_t r = 0; r < pr.rows(); ++r) {
+      s.x.push_back(pr.number(r, "kept_heads"));
+      s.y.push_back(pr.number(r, "risk"));
+      s.yerr.push_back(pr.number(r, "risk_se"));
+    }
+    p.series.push_back(s);
+    if (run.contains("bayes_risk")) p.hlines.push_back({run["bayes_risk"].get<double>(), "Bayes risk"});
+    g.panels.push_back(p);
+    g.columns = 1;
+    plot::render(g, dir / "prune");
+  }
+}
+
+void plot_validate(const fs::path& dir, const nlohmann::json& run) {
+  const nlohmann::json v = nlohmann::json::parse(read_file(dir / "validate.json"));
+  if (v.value("mode", "") == "drift") {
+    const Table t = Table::read_csv_file((dir / "drift.csv").string());
+    plot::Figure f;
+    f.title = fmt::format("drift check at D = {}: theory vs mean of D x one-step increments", v.value("D", 0));
+    f.columns = 3;
+    int color = 0;
+    for (const char* term : {"dM", "dR_drift", "dR_noise"}) {
+      plot::Panel p{term, "theory", "simulation", false, false, {}, {}, {}, {}};
+      plot::Series s{term, {}, {}, {}, plot::Style::errorbars, color++};
+      plot::Series diag{"y = x", {}, {}, {}, plot::Style::dashed, 7};
+      double lo = INFINITY, hi = -INFINITY;
+      for (std::size_t r = 0; r < t.rows(); ++r)
+        if (t.text(r, "term") == term) {
+          s.x.push_back(t.number(r, "theory"));
+          s.y.push_back(t.number(r, "simulation"));
+          s.yerr.push_back(t.number(r, "simulation_se"));
+          lo = std::min(lo, s.x.back()), hi = std::max(hi, s.x.back());
+        }
+      diag.x = {lo, hi};
+      diag.y = {lo, hi};
+      p.series = {s, diag};
+      f.panels.push_back(p);
+    }
+    plot::render(f, dir / "validate");
+    return;
+  }
+  const Table t = Table::read_csv_file((dir / "validate_curves.csv").string());
+  // One figure per D: theory lines over simulation points with error bars; panels risk, M, R.
+  std::vector<double> dims;
+  for (std::size_t r = 0; r < t.rows(); ++r)
+    if (dims.empty() || dims.back() != t.number(r, "D")) dims.push_back(t.number(r, "D"));
+  for (double D : dims) {
+    std::vector<std::size_t> rows;
+    for (std::size_t r = 0; r < t.rows(); ++r)
+      if (t.number(r, "D") == D && t.number(r, "t") > 0) rows.push_back(r);
+    plot::Figure f;
+    f.title = fmt::format("theory (lines) vs online SGD (points, seed SE) at D = {:g}", D);
+    f.columns = 3;
+    double tcmp = NAN;
+    for (const auto& pd : v["per_D"])
+      if (pd["D"].get<double>() == D) tcmp = pd.value("t_compare", NAN);
+    for (const char* block : {"risk", "M", "R"}) {
+      plot::Panel p{tcmp == tcmp ? fmt::format("{} (compared up to t = {:.3g})", block, tcmp) : block, "t", block, true, false, {}, {}, {}, {}};
+      int color = 0;
+      for (const auto& c : t.columns()) {
+        const auto pos = c.rfind("_theory");
+        if (pos == std::string::npos || pos + 7 != c.size()) continue;
+        const std::string q = c.substr(0, pos);
+        if (!(q == block || q.rfind(std::string(block) + "_", 0) == 0)) continue;
+        plot::Series line{q, {}, {}, {}, plot::Style::lines, color}, pts{"", {}, {}, {}, plot::Style::errorbars, color};
+        for (std::size_t r : rows) {
+          line.x.push_back(t.number(r, "t"));
+          line.y.push_back(t.number(r, q + "_theory"));
+          pts.x.push_back(t.number(r, "t"));
+          pts.y.push_back(t.number(r, q + "_sim"));
+          pts.yerr.push_back(t.number(r, q + "_sim_se"));
+        }
+        p.series.push_back(line);
+        p.series.push_back(pts);
+        ++color;
+      }
+      if (run.contains("bayes_risk") && std::string(block) == "risk") p.hlines.push_back({run["bayes_risk"].get<double>(), "Bayes risk"});
+      f.panels.push_back(p);
+    }
+    plot::render(f, dir / fmt::format("validate_D{:g}", D));
+  }
+  // Gap against D and escape time against log D.
+  plot::Figure g;
+  g.columns = 2;
+  plot::Panel gap{"RMS gap theory - simulation", "D", "gap", true, true, {}, {}, {}, {}};
+  int color = 0;
+  for (const char* b : {"M", "R", "risk"}) {
+    plot::Series s{b, {}, {}, {}, plot::Style::linespoints, color++};
+    for (const auto& pd : v["per_D"])
+      if (pd["gap_rms"][b].is_number()) s.x.push_back(pd["D"].get<double>()), s.y.push_back(pd["gap_rms"][b].get<double>());
+    gap.series.push_back(s);
+  }
+  if (!dims.empty()) {
+    plot::Series ref{"D^(-1/2)", {}, {}, {}, plot::Style::dashed, 7};
+    double g0 = NAN;
+    for (const auto& pd : v["per_D"])
+      if (pd["gap_rms"]["M"].is_number()) {
+        g0 = pd["gap_rms"]["M"].get<double>() * std::sqrt(pd["D"].get<double>());
+        break;
+      }
+    for (double D : dims) ref.x.push_back(D), ref.y.push_back(g0 / std::sqrt(D));
+    gap.series.push_back(ref);
+  }
+  g.panels.push_back(gap);
+  if (fs::exists(dir / "escape.csv")) {
+    const Table e = Table::read_csv_file((dir / "escape.csv").string());
+    plot::Panel esc{"plateau escape time (seed mean, SE)", "log D", "t_escape", false, false, {}, {}, {}, {}};
+    plot::Series s{"simulation", {}, {}, {}, plot::Style::errorbars, 0};
+    for (std::size_t r = 0; r < e.rows(); ++r)
+      if (std::isfinite(e.number(r, "escape_time"))) {
+        s.x.push_back(e.number(r, "log_D"));
+        s.y.push_back(e.number(r, "escape_time"));
+        s.yerr.push_back(std::isfinite(e.number(r, "escape_time_se")) ? e.number(r, "escape_time_se") : 0.0);
+      }
+    esc.series.push_back(s);
+    g.panels.push_back(esc);
+  }
+  plot::render(g, dir / "validate_scaling");
+}
+
+}  // namespace
+
+void plot_specialization(const fs::path& dir) {
+  const nlohmann::json run = nlohmann::json::parse(read_file(dir / "run.json"));
+  const std::string command = run.value("command", "");
+  if (command == "curve") plot_curve(dir, run, "curve.csv", false);
+  else if (command == "simulate") plot_curve(dir, run, "sim.csv", true);
+  else if (command == "validate") plot_validate(dir, run);
+}
+
+}  // namespace hdat::specialization
