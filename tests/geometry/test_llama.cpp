@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "hdat/core/error.hpp"
 #include "hdat/llama/sampling.hpp"
@@ -236,4 +237,91 @@ TEST_CASE("bad model files get clear input errors") {
   }
   std::filesystem::remove(tmp);
   CHECK_THROWS_AS(Vocabulary::load(stories260k_path().parent_path() / "vocab.txt", 300), InputError);
+}
+
+TEST_CASE("attention mass on BOS, the previous token and the query itself matches the README's table") {
+  // README (an independent NumPy pass, 10 sampled sequences of 256 tokens, mean over all heads):
+  // mass on position 0 at queries 1–3 and 128–255, on the previous token and on the query itself
+  // at queries 128–255. The README's numbers are 10-document means, so they agree with the model's
+  // expectation only within 10-document sampling error.
+  const double bos_early[5] = {0.339, 0.350, 0.399, 0.422, 0.521};
+  const double bos_late[5] = {0.000, 0.001, 0.001, 0.000, 0.000};
+  const double prev_late[5] = {0.25, 0.40, 0.20, 0.25, 0.09};
+  const double self_late[5] = {0.17, 0.13, 0.10, 0.11, 0.05};
+  const Transformer<double> m(model());
+
+  SUBCASE("queries 1-3: exact expectation over the first three tokens") {
+    // q_l = mean over heads and t = 1..3 of α_0(t) depends on tokens 1..3 only: enumerate their
+    // distribution (prefixes of probability > 1e-6), giving E[q] and sd[q]; the mass left out can
+    // move E by at most its size (0 ≤ q ≤ 1).
+    double E[5] = {0}, E2[5] = {0}, covered = 0;
+    std::function<void(std::vector<int>, double)> walk = [&](std::vector<int> tokens, double p) {
+      if (tokens.size() == 4) {
+        Capture cap;
+        m.forward(tokens, &cap);
+        for (int l = 0; l < 5; ++l) {
+          double q = 0;
+          for (int h = 0; h < 8; ++h)
+            for (int t = 1; t <= 3; ++t) q += cap.layers[l].alpha[h](0, t) / 24;
+          E[l] += p * q;
+          E2[l] += p * q * q;
+        }
+        covered += p;
+        return;
+      }
+      const Eigen::VectorXd lp = log_softmax(m.forward(tokens).col(static_cast<Eigen::Index>(tokens.size()) - 1));
+      for (int i = 0; i < 512; ++i)
+        if (const double pi = p * std::exp(lp(i)); pi > 1e-6) {
+          std::vector<int> next = tokens;
+          next.push_back(i);
+          walk(next, pi);
+        }
+    };
+    walk({kBos}, 1.0);
+    CHECK(covered > 0.99);
+    for (int l = 0; l < 5; ++l) {
+      const double mean = E[l] / covered, sd = std::sqrt(E2[l] / covered - mean * mean);
+      const double tol = 0.0005 + (1 - covered) + 4 * sd / std::sqrt(10.0);
+      CHECK_MESSAGE(std::fabs(mean - bos_early[l]) < tol, "layer " << l << ": E " << mean << " vs README " << bos_early[l] << " (tolerance "
+                                                                    << tol << ")");
+    }
+  }
+
+  SUBCASE("queries 128-255: sampled documents") {
+    // Ours: 10 other samples; the tolerance is the README's rounding plus 4 standard errors of the
+    // difference of two 10-document means (each estimated from ours).
+    const int docs = 10, T = 256;
+    std::vector<std::vector<std::vector<double>>> per_doc(3, std::vector<std::vector<double>>(5));  // [quantity][layer][doc]
+    for (int d = 0; d < docs; ++d) {
+      rng::Engine e = rng::engine(2024, d, rng::user);
+      const Sample s = sample(m, T, 1.0, e);
+      Capture cap;
+      m.forward(s.tokens, &cap);
+      for (int l = 0; l < 5; ++l) {
+        double q[3] = {0, 0, 0};
+        for (int h = 0; h < 8; ++h) {
+          const Eigen::MatrixXd& A = cap.layers[l].alpha[h];
+          for (int t = 128; t < T; ++t) {
+            q[0] += A(0, t) / (8 * 128);
+            q[1] += A(t - 1, t) / (8 * 128);
+            q[2] += A(t, t) / (8 * 128);
+          }
+        }
+        for (int k = 0; k < 3; ++k) per_doc[k][l].push_back(q[k]);
+      }
+    }
+    auto check = [&](int k, const double* readme, double rounding) {
+      for (int l = 0; l < 5; ++l) {
+        double mean = 0, var = 0;
+        for (double x : per_doc[k][l]) mean += x / docs;
+        for (double x : per_doc[k][l]) var += (x - mean) * (x - mean) / (docs - 1);
+        const double tol = rounding + 4 * std::sqrt(2 * var / docs);
+        CHECK_MESSAGE(std::fabs(mean - readme[l]) < tol, "quantity " << k << " layer " << l << ": " << mean << " vs README " << readme[l]
+                                                                      << " (tolerance " << tol << ")");
+      }
+    };
+    check(0, bos_late, 0.0005);
+    check(1, prev_late, 0.005);
+    check(2, self_late, 0.005);
+  }
 }

@@ -3,6 +3,7 @@
 // position, and the sparsification curves.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -106,13 +107,26 @@ void plot_geometry(const fs::path& dir) {
   if (fs::exists(dir / "taxonomy.csv")) {
     const Table t = Table::read_csv_file((dir / "taxonomy.csv").string());
     plot::Figure f;
-    f.title = "head taxonomy per layer (label = plurality over queries)";
+    f.title = "head taxonomy per layer: labels (plurality over queries) and mean shares of the queries' roles";
+    f.columns = 3;
     const std::vector<std::string> groups = groups_of(t);
-    for (const std::string& g : {std::string("all"), groups.size() > 2 ? groups[groups.size() - 2] : std::string("final")}) {
+    double most = 1;
+    for (double x : t.numbers("retriever")) most = std::max(most, x);
+    for (double x : t.numbers("mixer")) most = std::max(most, x);
+    for (double x : t.numbers("reset")) most = std::max(most, x);
+    // Labels over all queries and in the earliest bin (where a sink, if any, dominates).
+    std::vector<std::string> shown = {"all"};
+    for (const std::string& g : groups)
+      if (g != "all" && g != "final") {
+        shown.push_back(g);
+        break;
+      }
+    for (const std::string& g : shown) {
       plot::Panel p;
       p.title = "heads by label, queries " + g;
       p.xlabel = "layer";
       p.ylabel = "heads";
+      p.yrange = std::make_pair(-0.3, most + 0.8);
       int color = 0;
       for (const std::string r : {"retriever", "mixer", "reset"}) {
         const Curve c = curve(t, {{"queries", g}}, "layer", r);
@@ -120,6 +134,17 @@ void plot_geometry(const fs::path& dir) {
       }
       f.panels.push_back(std::move(p));
     }
+    plot::Panel p;
+    p.title = "mean share of queries per role, all queries";
+    p.xlabel = "layer";
+    p.ylabel = "share";
+    p.yrange = std::make_pair(0.0, 1.05);
+    int color = 0;
+    for (const std::string r : {"retriever", "mixer", "reset"}) {
+      const Curve c = curve(t, {{"queries", "all"}}, "layer", r + "_share");
+      p.series.push_back({r, c.x, c.y, {}, plot::Style::linespoints, color++});
+    }
+    f.panels.push_back(std::move(p));
     plot::render(f, dir / "taxonomy");
   }
   if (fs::exists(dir / "attention_mass.csv")) {
