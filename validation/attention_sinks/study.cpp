@@ -107,6 +107,11 @@ void plot_study(const std::filesystem::path& dir) {
   plot::Panel sp{"sparsity (mean largest share of a row)", "heads", "sparsity", false, false, {}, {}, std::nullopt,
                  std::pair<double, double>{0, 1.05}};
   std::map<std::string, std::array<plot::Series, 4>> by_kind;
+  bool one_heads = true;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    one_heads = one_heads && t.number(i, "heads") == t.number(0, "heads");
+    by_kind[t.text(i, "task") + " " + t.text(i, "attention")];  // fixes the order (and index) of the kinds
+  }
   for (std::size_t i = 0; i < t.rows(); ++i) {
     const std::string label = t.text(i, "task") + " " + t.text(i, "attention");
     auto& s = by_kind[label];
@@ -114,8 +119,10 @@ void plot_study(const std::filesystem::path& dir) {
       x.label = label;
       x.style = plot::Style::errorbars;
     }
-    // Offset the kinds a little along the x axis so that their error bars do not overlap.
-    const double x = t.number(i, "heads") * (1.0 + 0.03 * double(std::distance(by_kind.begin(), by_kind.find(label))));
+    // One head count: the kinds side by side (x = their index); several: against the number of heads,
+    // each kind offset a little so that the error bars do not overlap.
+    const double index = double(std::distance(by_kind.begin(), by_kind.find(label)));
+    const double x = one_heads ? index + 1 : t.number(i, "heads") * (1.0 + 0.03 * index);
     const double cols[4][2] = {{t.number(i, "sink_share"), t.number(i, "sink_share_sd")},
                                {t.number(i, "sink_score"), t.number(i, "sink_score_sd")},
                                {t.number(i, "accuracy"), t.number(i, "accuracy_sd")},
@@ -133,6 +140,12 @@ void plot_study(const std::filesystem::path& dir) {
     sp.series.push_back(s[3]);
   }
   acc.hlines.push_back({0.95, "accuracy threshold"});
+  for (plot::Panel* p : {&share, &score, &acc, &sp}) {
+    if (one_heads) {
+      p->xlabel = fmt::format("attention kind (legend), {} heads", t.rows() ? t.number(0, "heads") : 0.0);
+      p->xrange = std::pair<double, double>{0.0, 2.0 * double(by_kind.size()) + 1.0};  // room for the legend
+    }
+  }
   score.hlines.push_back({0.9, "sink threshold"});
   fig.panels = {share, score, acc, sp};
   plot::render(fig, dir / "sink_share");
