@@ -221,7 +221,7 @@ std::vector<int> random_prefix(int m, int k, rng::Engine& engine) {
   return perm;
 }
 
-void SelectionGeometry::measure(int N, std::array<SetMetrics, kDistances>& out) {
+void SelectionGeometry::measure(std::array<SetMetrics, kDistances>& out) {
   const int m = static_cast<int>(candidates_.size());
   const double s_norm = norm(s_);
   // Component by component over all sources at once (rows of y_ are contiguous): the same
@@ -247,7 +247,6 @@ void SelectionGeometry::measure(int N, std::array<SetMetrics, kDistances>& out) 
     }
     out[d] = metrics_from_distances(D_, in_set_, scratch_);
   }
-  (void)N;
 }
 
 void SelectionGeometry::evaluate(const Eigen::Ref<const Eigen::VectorXd>& alpha, const Eigen::Ref<const Eigen::MatrixXd>& values,
@@ -290,7 +289,7 @@ void SelectionGeometry::evaluate(const Eigen::Ref<const Eigen::VectorXd>& alpha,
       s_ += y_.col(order_[grown]);
       in_set_[order_[grown]] = 1;
     }
-    measure(out.N[g], one);
+    measure(one);
     for (int d = 0; d < kDistances; ++d) out.top[d][g] = one[d];
   }
 
@@ -309,7 +308,7 @@ void SelectionGeometry::evaluate(const Eigen::Ref<const Eigen::VectorXd>& alpha,
         s_ += y_.col(order_[grown]);
         in_set_[order_[grown]] = 1;
       }
-      measure(out.N[g], one);
+      measure(one);
       for (int d = 0; d < kDistances; ++d) {
         SetMetrics& acc = out.random[d][g];
         acc.N = out.N[g];

@@ -102,7 +102,7 @@ void add_metrics(double* dst, const SetMetrics& m) {
 }  // namespace
 
 void UnitAccumulator::add_map(const MapInput& m, std::uint64_t unit) {
-  const int K = layout.nk(), G = layout.group_count();
+  const int K = layout.nk();
   rng::Engine engine = rng::engine(settings.seed, unit, kRandomSets + m.stream);
   CurveOptions o = settings.curve;
   o.exclude = -1;
@@ -168,7 +168,6 @@ void UnitAccumulator::add_map(const MapInput& m, std::uint64_t unit) {
       head_sink_n[h]++;
     }
   }
-  (void)G;
 }
 
 void UnitAccumulator::add_role(int layer, int head, int query, bool final, Role role, bool prev) {
@@ -325,7 +324,8 @@ Table Aggregate::summary_table() const {
 
 Table Aggregate::sink_effect_table() const {
   Table t({"queries", "N", "distance", "F_with_sink", "F_with_sink_lo", "F_with_sink_hi", "F_without_sink",
-           "F_without_sink_lo", "F_without_sink_hi", "sink_in_top", "units"});
+           "F_without_sink_lo", "F_without_sink_hi", "precision_with_sink", "recall_with_sink", "precision_without_sink",
+           "recall_without_sink", "sink_in_top", "units"});
   for (int g = 0; g < layout_.group_count(); ++g)
     for (int k = 0; k < layout_.nk(); ++k)
       for (int d = 0; d < kDistances; ++d) {
@@ -334,7 +334,9 @@ Table Aggregate::sink_effect_table() const {
         if (with.units == 0 || without.units == 0) continue;
         const Estimate in_top = estimate(per_unit_sink_top(g, k));
         t.add_row({layout_.groups[g], double(layout_.n_values[k]), to_string(static_cast<Distance>(d)), with.mean, with.lo,
-                   with.hi, without.mean, without.lo, without.hi, in_top.mean, double(with.units)});
+                   with.hi, without.mean, without.lo, without.hi, estimate(per_unit(g, k, d, top, 0)).mean,
+                   estimate(per_unit(g, k, d, top, 1)).mean, estimate(per_unit(g, k, d, top_nosink, 0)).mean,
+                   estimate(per_unit(g, k, d, top_nosink, 1)).mean, in_top.mean, double(with.units)});
       }
   return t;
 }

@@ -49,6 +49,9 @@ void add_band(plot::Panel& p, const Curve& c, const std::string& label, int colo
   }
 }
 
+// "16-63" -> 16 (the bins are labelled by their first and last query).
+double bin_start(const std::string& label) { return std::stod(label.substr(0, label.find('-'))); }
+
 std::vector<std::string> groups_of(const Table& t) {
   std::vector<std::string> g;
   std::set<std::string> seen;
@@ -156,25 +159,24 @@ void plot_geometry(const fs::path& dir) {
     for (const std::string what : {"sink", "previous", "self"}) {
       plot::Panel p;
       p.title = what;
-      p.xlabel = "query bin (index)";
+      p.xlabel = "first query of the bin";
+      p.logx = true;
       p.ylabel = "attention";
       int color = 0;
       for (double l : layers) {
         plot::Series s{fmt::format("layer {}", static_cast<int>(l)), {}, {}, {}, plot::Style::linespoints, color++};
-        int b = 0;
         for (std::size_t r = 0; r < t.rows(); ++r)
           if (t.number(r, "layer") == l) {
-            s.x.push_back(b++);
+            s.x.push_back(bin_start(t.text(r, "queries")));
             s.y.push_back(t.number(r, what));
           }
         p.series.push_back(std::move(s));
       }
       if (what == "sink") {
         plot::Series u{"uniform 1/(t+1)", {}, {}, {}, plot::Style::dashed, 9};
-        int b = 0;
         for (std::size_t r = 0; r < t.rows(); ++r)
           if (t.number(r, "layer") == *layers.begin()) {
-            u.x.push_back(b++);
+            u.x.push_back(bin_start(t.text(r, "queries")));
             u.y.push_back(t.number(r, "uniform"));
           }
         p.series.push_back(std::move(u));

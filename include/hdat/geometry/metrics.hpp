@@ -89,8 +89,8 @@ class SelectionGeometry {
                 const CurveOptions& options, rng::Engine* engine, QueryCurves& out);
 
  private:
-  // Metrics for the first `N` entries of `order_` being the set, both distances; `s` the aggregate.
-  void measure(int N, std::array<SetMetrics, kDistances>& out);
+  // Metrics of the current set (in_set_, aggregate s_), both distances.
+  void measure(std::array<SetMetrics, kDistances>& out);
   // Contributions of the candidates, column k = y of candidate k; row-major so that one component
   // of all sources is contiguous (the distance loops run across sources).
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> y_;
