@@ -7,6 +7,8 @@ std::vector<ExtraCommand> extra_commands(CLI::App& app) {
   std::vector<ExtraCommand> out;
   out.push_back(sinks_command(app));
   out.push_back(geometry_command(app));
+  out.push_back(sweep_command(app));
+  out.push_back(plot_command(app));
   (void)app;
   return out;
 }

@@ -23,5 +23,7 @@ struct ExtraCommand {
 std::vector<ExtraCommand> extra_commands(CLI::App& app);
 ExtraCommand sinks_command(CLI::App& app);  // cmd_sinks.cpp
 ExtraCommand geometry_command(CLI::App& app);  // cmd_geometry.cpp
+ExtraCommand sweep_command(CLI::App& app);  // cmd_sweep.cpp
+ExtraCommand plot_command(CLI::App& app);  // cmd_plot.cpp
 
 }  // namespace hdat

@@ -1,0 +1,380 @@
+#include "hdat/sweep/plot.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "hdat/core/error.hpp"
+#include "hdat/core/output.hpp"
+#include "hdat/core/plot.hpp"
+#include "hdat/core/table.hpp"
+
+namespace hdat::sweep {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string safe_name(const std::string& s) {
+  std::string o;
+  for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
+  return o;
+}
+
+// A grid value as the text sweep.csv holds for it (Table::text gives the same for its cells).
+std::string value_key(const json& v) {
+  if (v.is_number()) return format_number(v.get<double>());
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+json read_run(const fs::path& dir) {
+  const fs::path f = dir / "run.json";
+  if (!fs::exists(f)) return json::object();
+  json j = json::parse(read_file(f), nullptr, false);
+  return j.is_discarded() || !j.is_object() ? json::object() : j;
+}
+
+bool positive_span_over(const std::vector<double>& v, double ratio) {
+  double lo = INFINITY, hi = 0;
+  for (double x : v)
+    if (std::isfinite(x) && x > 0) lo = std::min(lo, x), hi = std::max(hi, x);
+  return hi > 0 && std::isfinite(lo) && hi / lo > ratio;
+}
+
+bool all_positive(const std::vector<double>& v) {
+  bool any = false;
+  for (double x : v) {
+    if (std::isnan(x)) continue;
+    if (!(x > 0)) return false;
+    any = true;
+  }
+  return any;
+}
+
+// Log y when every value is positive and they span more than three decades (risks decaying to zero).
+void auto_logy(plot::Panel& p) {
+  std::vector<double> all;
+  for (const auto& s : p.series) all.insert(all.end(), s.y.begin(), s.y.end());
+  p.logy = all_positive(all) && positive_span_over(all, 1e3);
+}
+
+struct SweepAxis {
+  std::string key;
+  std::vector<json> values;
+  bool log = false, numeric = false;
+};
+
+}  // namespace
+
+std::vector<fs::path> plot_sweep(const fs::path& dir, const SweepPlotOptions& o) {
+  const json run = read_run(dir);
+  if (run.value("command", "") != "sweep") throw InputError("DIR", dir.string() + " is not a sweep folder (run.json \"command\" is not \"sweep\")");
+  if (!fs::exists(dir / "sweep.csv")) throw InputError("DIR", "no sweep.csv in " + dir.string());
+  const Table t = Table::read_csv_file((dir / "sweep.csv").string());
+  std::vector<SweepAxis> axes;
+  for (const auto& a : run.at("grid")) axes.push_back({a.at("key"), a.at("values").get<std::vector<json>>(), a.value("log", false), a.value("numeric", false)});
+  std::vector<std::string> labels;
+  for (const auto& ob : run.at("observables")) labels.push_back(ob.at("label"));
+  if (!o.observables.empty()) {
+    std::vector<std::string> chosen;
+    for (const auto& want : o.observables) {
+      std::string found;
+      for (const auto& ob : run.at("observables"))
+        if (ob.at("label") == want || ob.at("spec") == want) found = ob.at("label");
+      if (found.empty()) {
+        std::string have;
+        for (const auto& l : labels) have += (have.empty() ? "" : ", ") + l;
+        throw InputError("--observable", fmt::format("'{}' is not a column of this sweep (it has: {})", want, have));
+      }
+      chosen.push_back(found);
+    }
+    labels = chosen;
+  }
+  for (const auto& l : labels)
+    if (!t.has_column(l)) throw InputError("DIR", fmt::format("sweep.csv has no column '{}'", l));
+  // An observable without a single finite value (e.g. an event that never happened) has nothing to draw.
+  std::vector<std::string> drawable;
+  for (const auto& l : labels) {
+    bool any = false;
+    for (std::size_t r = 0; r < t.rows() && !any; ++r) any = std::isfinite(t.number(r, l));
+    if (any) drawable.push_back(l);
+    else fmt::print(stderr, "hdat plot: {} has no finite value in sweep.csv; not drawn\n", l);
+  }
+  labels = drawable;
+  if (labels.empty()) throw InputError("DIR", "no observable of this sweep has a finite value: nothing to draw");
+
+  std::vector<const SweepAxis*> varying, numeric;
+  for (const auto& a : axes)
+    if (a.values.size() > 1) {
+      varying.push_back(&a);
+      if (a.numeric) numeric.push_back(&a);
+    }
+  if (varying.empty()) throw InputError("DIR", "the sweep has a single point: nothing to draw against");
+  std::stable_sort(numeric.begin(), numeric.end(), [](const SweepAxis* a, const SweepAxis* b) { return a->values.size() > b->values.size(); });
+  auto axis_named = [&](const std::string& key, const char* option) -> const SweepAxis* {
+    for (const auto* a : varying)
+      if (a->key == key) return a;
+    std::string have;
+    for (const auto* a : varying) have += (have.empty() ? "" : ", ") + a->key;
+    throw InputError(option, fmt::format("'{}' is not a swept key with more than one value (swept: {})", key, have));
+  };
+  const SweepAxis* ax = !o.x.empty() ? axis_named(o.x, "--x") : !numeric.empty() ? numeric[0] : varying[0];
+  const SweepAxis* ay = nullptr;
+  if (!o.y.empty()) ay = axis_named(o.y, "--y");
+  else
+    for (const auto* a : numeric)
+      if (a != ax) {
+        ay = a;
+        break;
+      }
+  bool heat = false;
+  if (o.kind == SweepPlotOptions::Kind::heatmap) {
+    if (!ay || !ax->numeric || !ay->numeric) throw InputError("--heatmap", "needs two swept number keys with more than one value each");
+    heat = true;
+  } else if (o.kind == SweepPlotOptions::Kind::automatic) {
+    heat = ay && ax->numeric && ay->numeric && (!o.y.empty() || (ax->values.size() >= 4 && ay->values.size() >= 4));
+  }
+  if (heat && ax == ay) throw InputError("--y", "x and y must be different keys");
+
+  // Which rows carry a result: failures and pending points are left blank.
+  auto usable = [&](std::size_t r) {
+    const std::string s = t.text(r, "status");
+    return s == "ok" || s == "disagree";
+  };
+  const std::string model = run.value("model", ""), mode = run.value("mode", "");
+  std::vector<fs::path> stems;
+
+  // The axes not on the figure: heat maps get one figure per combination of their values, line plots
+  // one line per combination.
+  std::vector<const SweepAxis*> others;
+  for (const auto* a : varying)
+    if (a != ax && !(heat && a == ay)) others.push_back(a);
+  auto combo_of = [&](std::size_t r) {
+    std::string s;
+    for (const auto* a : others) s += (s.empty() ? "" : ", ") + a->key + "=" + t.text(r, a->key);
+    return s;
+  };
+  std::vector<std::string> combos;  // in row (grid) order
+  for (std::size_t r = 0; r < t.rows(); ++r)
+    if (std::find(combos.begin(), combos.end(), combo_of(r)) == combos.end()) combos.push_back(combo_of(r));
+
+  auto x_position = [&](const SweepAxis& a, std::size_t r) {
+    const std::string k = t.text(r, a.key);
+    for (std::size_t i = 0; i < a.values.size(); ++i)
+      if (value_key(a.values[i]) == k) return a.numeric ? a.values[i].get<double>() : static_cast<double>(i);
+    return kNaN;
+  };
+  auto axis_label = [](const SweepAxis& a) {
+    if (a.numeric) return a.key;
+    std::string l = a.key + " (";
+    for (std::size_t i = 0; i < a.values.size(); ++i) l += (i ? ", " : "") + std::to_string(i) + ": " + value_key(a.values[i]);
+    return l + ")";
+  };
+
+  if (heat) {
+    const std::size_t max_figures = 48;
+    for (const auto& label : labels)
+      for (std::size_t c = 0; c < combos.size() && c < max_figures; ++c) {
+        plot::Heatmap h;
+        h.xlabel = ax->key, h.ylabel = ay->key, h.zlabel = label;
+        h.title = fmt::format("{} {}: {}{}", model, mode, label, combos[c].empty() ? "" : " (" + combos[c] + ")");
+        for (const auto& v : ax->values) h.x.push_back(v.get<double>());
+        for (const auto& v : ay->values) h.y.push_back(v.get<double>());
+        h.z = Eigen::MatrixXd::Constant(static_cast<Eigen::Index>(h.x.size()), static_cast<Eigen::Index>(h.y.size()), kNaN);
+        for (std::size_t r = 0; r < t.rows(); ++r) {
+          if (combo_of(r) != combos[c] || !usable(r)) continue;
+          const std::string kx = t.text(r, ax->key), ky = t.text(r, ay->key);
+          for (std::size_t i = 0; i < ax->values.size(); ++i)
+            for (std::size_t j = 0; j < ay->values.size(); ++j)
+              if (value_key(ax->values[i]) == kx && value_key(ay->values[j]) == ky)
+                h.z(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = t.number(r, label);
+        }
+        h.contours = o.contours;
+        h.logx = ax->log, h.logy = ay->log;
+        plot::Figure f;
+        f.heatmap = h;
+        f.panel_width = 700, f.panel_height = 540;
+        const fs::path stem = dir / ("sweep_" + safe_name(label) + (combos[c].empty() ? "" : "_" + safe_name(combos[c])));
+        plot::render(f, stem);
+        stems.push_back(stem);
+      }
+    return stems;
+  }
+
+  plot::Figure f;
+  f.title = fmt::format("{} {} sweep", model, mode);
+  auto series_for = [&](const std::string& label, const std::string& combo, const std::string& name) {
+    plot::Series s;
+    s.label = name;
+    s.style = plot::Style::linespoints;
+    std::vector<std::pair<double, double>> xy;
+    for (std::size_t r = 0; r < t.rows(); ++r)
+      if (combo_of(r) == combo) xy.emplace_back(x_position(*ax, r), usable(r) ? t.number(r, label) : kNaN);
+    std::sort(xy.begin(), xy.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [x, y] : xy) s.x.push_back(x), s.y.push_back(y);
+    return s;
+  };
+  if (o.together) {
+    plot::Panel p;
+    p.xlabel = axis_label(*ax), p.ylabel = labels.size() == 1 ? labels[0] : "value";
+    p.logx = ax->log;
+    for (const auto& label : labels)
+      for (const auto& combo : combos) p.series.push_back(series_for(label, combo, combo.empty() ? label : label + ", " + combo));
+    auto_logy(p);
+    f.panels.push_back(p);
+  } else {
+    for (const auto& label : labels) {
+      plot::Panel p;
+      p.title = label;
+      p.xlabel = axis_label(*ax), p.ylabel = label;
+      p.logx = ax->log;
+      for (const auto& combo : combos) p.series.push_back(series_for(label, combo, combo));
+      auto_logy(p);
+      f.panels.push_back(p);
+    }
+  }
+  f.columns = f.panels.size() > 1 ? 2 : 1;
+  const fs::path stem = dir / "sweep";
+  plot::render(f, stem);
+  stems.push_back(stem);
+  return stems;
+}
+
+std::vector<fs::path> plot_generic(const fs::path& dir) {
+  if (!fs::is_directory(dir)) throw InputError("DIR", "no such folder: " + dir.string());
+  const json run = read_run(dir);
+  std::vector<fs::path> csvs;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".csv" && e.path().filename().string().front() != '.') csvs.push_back(e.path());
+  std::sort(csvs.begin(), csvs.end());
+  std::map<std::string, Table> tables;
+  for (const auto& p : csvs) {
+    try {
+      tables[p.stem().string()] = Table::read_csv_file(p.string());
+    } catch (const std::exception&) {
+      // not a table hdat can read: no figure
+    }
+  }
+  const std::string title_prefix = run.contains("model") ? fmt::format("{} {}: ", run.value("model", ""), run.value("command", "")) : "";
+  static const std::regex block_re("^([A-Za-z][A-Za-z0-9]*)_([0-9]+)(_[0-9]+)?$");
+  static const std::vector<std::string> err_suffixes = {"_se", "_sd", "_std", "_err", "_stderr"};
+  auto is_number_column = [](const Table& t, std::size_t c) {
+    bool any_finite = false;
+    for (std::size_t r = 0; r < t.rows(); ++r) {
+      const Cell& cell = t.row(r)[c];
+      const double* d = std::get_if<double>(&cell);
+      if (!d) return false;
+      any_finite = any_finite || std::isfinite(*d);
+    }
+    return any_finite;
+  };
+
+  std::vector<fs::path> stems;
+  for (const auto& [stem_name, t] : tables) {
+    if (t.rows() == 0 || t.columns().size() < 2) continue;
+    const std::string xcol = t.columns()[0];
+    const bool x_numeric = is_number_column(t, 0);
+    std::vector<double> x;
+    for (std::size_t r = 0; r < t.rows(); ++r) x.push_back(x_numeric ? t.number(r, xcol) : static_cast<double>(r));
+    const bool logx = x_numeric && positive_span_over(x, 100.0);
+
+    std::set<std::string> errors;
+    std::map<std::string, std::string> error_of;
+    for (const auto& c : t.columns())
+      for (const auto& suf : err_suffixes)
+        if (c.size() > suf.size() && c.compare(c.size() - suf.size(), suf.size(), suf) == 0) {
+          const std::string base = c.substr(0, c.size() - suf.size());
+          if (t.has_column(base)) errors.insert(c), error_of[base] = c;
+        }
+    // Groups of columns, one panel each, in order of first appearance.
+    std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+    for (std::size_t c = 1; c < t.columns().size(); ++c) {
+      const std::string& col = t.columns()[c];
+      if (errors.count(col) || !is_number_column(t, c)) continue;
+      std::smatch m;
+      const std::string g = std::regex_match(col, m, block_re) ? m[1].str() : col;
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& p) { return p.first == g; });
+      if (it == groups.end()) groups.push_back({g, {col}});
+      else it->second.push_back(col);
+    }
+    if (groups.empty()) continue;
+    // A simulation beside a theory curve is drawn over it.
+    const Table* sim = nullptr;
+    if (stem_name == "curve" && tables.count("sim") && !tables.at("sim").columns().empty() && tables.at("sim").columns()[0] == xcol)
+      sim = &tables.at("sim");
+    const bool points_style = stem_name.rfind("sim", 0) == 0 || t.rows() <= 12;
+
+    std::vector<plot::Panel> panels;
+    for (const auto& [g, cols] : groups) {
+      plot::Panel p;
+      const std::size_t shown = std::min<std::size_t>(cols.size(), 16);
+      p.title = cols.size() == 1 ? cols[0] : fmt::format("{}{}", g, shown < cols.size() ? fmt::format(" (first {} of {})", shown, cols.size()) : "");
+      p.xlabel = x_numeric ? xcol : "row";
+      p.ylabel = cols.size() == 1 ? cols[0] : g;
+      p.logx = logx;
+      for (std::size_t k = 0; k < shown; ++k) {
+        const std::string& col = cols[k];
+        plot::Series s;
+        s.label = cols.size() == 1 ? (sim ? "theory" : "") : col;
+        s.color = static_cast<int>(k);
+        const auto err = error_of.find(col);
+        s.style = points_style ? (err != error_of.end() ? plot::Style::errorbars : plot::Style::linespoints) : plot::Style::lines;
+        for (std::size_t r = 0; r < t.rows(); ++r) {
+          if (logx && !(x[r] > 0)) continue;
+          s.x.push_back(x[r]);
+          s.y.push_back(t.number(r, col));
+          if (s.style == plot::Style::errorbars) s.yerr.push_back(t.number(r, err->second));
+        }
+        p.series.push_back(std::move(s));
+        if (sim && sim->has_column(col)) {
+          plot::Series ss;
+          ss.label = cols.size() == 1 ? "simulation" : col + " (sim)";
+          ss.color = static_cast<int>(k);
+          const std::string se = sim->has_column(col + "_se") ? col + "_se" : "";
+          ss.style = se.empty() ? plot::Style::points : plot::Style::errorbars;
+          for (std::size_t r = 0; r < sim->rows(); ++r) {
+            const double sx = sim->number(r, xcol);
+            if (logx && !(sx > 0)) continue;
+            ss.x.push_back(sx);
+            ss.y.push_back(sim->number(r, col));
+            if (!se.empty()) ss.yerr.push_back(sim->number(r, se));
+          }
+          p.series.push_back(std::move(ss));
+        }
+      }
+      // Reference values in run.json named <something>_<column> (bayes_risk on the risk panel).
+      if (cols.size() == 1)
+        for (auto it = run.begin(); it != run.end(); ++it) {
+          const std::string& k = it.key();
+          const std::string suffix = "_" + cols[0];
+          if (it.value().is_number() && k.size() > suffix.size() && k.compare(k.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+              k.rfind("final", 0) != 0 && k.rfind("initial", 0) != 0)
+            p.hlines.emplace_back(it.value().get<double>(), k);
+        }
+      auto_logy(p);
+      panels.push_back(std::move(p));
+    }
+    const std::size_t per_figure = 12;
+    for (std::size_t first = 0, part = 1; first < panels.size(); first += per_figure, ++part) {
+      plot::Figure f;
+      f.title = title_prefix + stem_name + ".csv";
+      f.panels.assign(panels.begin() + static_cast<long>(first), panels.begin() + static_cast<long>(std::min(panels.size(), first + per_figure)));
+      f.columns = f.panels.size() == 1 ? 1 : f.panels.size() <= 4 ? 2 : 3;
+      const fs::path stem = dir / (part == 1 ? stem_name : fmt::format("{}_{}", stem_name, part));
+      plot::render(f, stem);
+      stems.push_back(stem);
+    }
+  }
+  return stems;
+}
+
+}  // namespace hdat::sweep
