@@ -128,6 +128,11 @@ const ParamSet& parameters() {
         .integer("drift_samples", 4000, "validate mode=drift: independent one-step increments per configuration", Range::at_least(10))
         .real_list("drift_times", json::array({0.0, 5.0, 20.0}), "validate mode=drift: times along a simulation at which drifts are checked",
                    Range::nonnegative())
+        // Stability analysis (hdat analyze).
+        .real("t_relax", 300.0, "analyze: time along the symmetric flow before the Newton polish of the unspecialized fixed point",
+              Range::nonnegative())
+        .boolean("compare", true, "analyze: measure escape times and the order of features in online SGD over dims x seeds")
+        .boolean("stages", true, "analyze: also linearise at the later plateaus of the theory's trajectory (after the first split)")
         .choice("broken_term", "none", {"none", "eta2", "sign_gg"},
                 "testing only: break the theory on purpose (drop the eta^2 term, or flip the sign of its 2 g g part) "
                 "to show that validate fails");

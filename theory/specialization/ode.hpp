@@ -59,6 +59,7 @@ class OrderParameterFlow {
   long evaluations_per_expectation() const;  ///< samples × head permutations × prior points
   int permutations() const { return static_cast<int>(perms_.size()); }
   const GaussianSampleSet& samples() const { return *samples_; }
+  const FlowOptions& options() const { return options_; }
 
  private:
   Setup setup_;

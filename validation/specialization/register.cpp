@@ -4,6 +4,7 @@
 #include "theory/specialization/model.hpp"
 #include "validation/specialization/simulate.hpp"
 #include "validation/specialization/validate.hpp"
+#include "validation/specialization/analyze.hpp"
 
 namespace hdat {
 namespace specialization {
@@ -26,6 +27,7 @@ void register_specialization(Registry& r) {
   e.commands["curve"] = curve_command;
   e.commands["simulate"] = simulate_command;
   e.commands["validate"] = validate_command;
+  e.commands["analyze"] = analyze_command;
   e.plot = plot_specialization;
   e.default_observables = {"final:risk", "info:events.plateau_end", "info:bayes_risk"};
   r.add(std::move(e));

@@ -1,0 +1,100 @@
+// Speed of the specialization model: the theory's learning curve (right-hand-side cost, calls, thread
+// scaling) and the online-SGD simulator (steps per second against a roofline measured on this core).
+//   build/bench/specialization/bench_specialization [--quick]
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <boost/random/normal_distribution.hpp>
+#include <chrono>
+#include <cstring>
+
+#include "hdat/core/params.hpp"
+#include "hdat/core/random.hpp"
+#include "theory/specialization/curve.hpp"
+#include "validation/specialization/simulator.hpp"
+
+using namespace hdat;
+using namespace hdat::specialization;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+Params params(const std::vector<std::string>& sets) {
+  std::vector<std::pair<std::string, json>> a;
+  for (const auto& s : sets) a.push_back(parse_assignment(s));
+  Params p = resolve(parameters(), {}, a);
+  check(p);
+  return p;
+}
+
+// Achievable multiply-add rate of this core: an in-cache Eigen matrix product.
+double fma_rate() {
+  const int n = 192;
+  Eigen::MatrixXd A = Eigen::MatrixXd::Random(n, n), B = Eigen::MatrixXd::Random(n, n), C(n, n);
+  C.noalias() = A * B;
+  const auto t0 = Clock::now();
+  int reps = 0;
+  while (seconds_since(t0) < 0.5) {
+    C.noalias() = A * B;
+    ++reps;
+  }
+  return static_cast<double>(reps) * n * n * n / seconds_since(t0);
+}
+
+// Gaussian draws per second of the generator the simulator uses (Boost.Random ziggurat on mt19937_64).
+double draw_rate() {
+  auto eng = rng::engine(1);
+  boost::random::normal_distribution<double> nd;
+  std::vector<double> v(1 << 16);
+  const auto t0 = Clock::now();
+  long n = 0;
+  while (seconds_since(t0) < 0.5) {
+    for (auto& x : v) x = nd(eng);
+    n += static_cast<long>(v.size());
+  }
+  return static_cast<double>(n) / seconds_since(t0);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  fmt::print("specialization benchmarks (load average matters: other processes share the cores)\n\n");
+
+  // 1. Theory: the default learning curve (L = 4, H = F = 2, 2e4 samples, t up to 100).
+  for (int threads : {1, 2}) {
+    const Params p = params({"mc_samples=20000", "t_max=100"});
+    FlowOptions fo = flow_options(p, threads);
+    const auto t0 = Clock::now();
+    const OrderParameterFlow flow(setup_from(p), fo);
+    Eigen::MatrixXd M0, R0;
+    initial_overlaps(p, flow.setup(), M0, R0);
+    const Trajectory tr = integrate_flow(flow, M0, R0, observation_times(p), integrate_options(p, flow.layout()));
+    const double wall = seconds_since(t0);
+    fmt::print("theory curve, {} thread(s): {:.3f} s total; {} rhs calls, {:.2f} ms per rhs ({} evaluations each); "
+               "{} accepted / {} rejected steps; final risk {:.6f}\n",
+               threads, wall, tr.solver.rhs_calls, 1e3 * tr.solver.rhs_seconds / tr.solver.rhs_calls, flow.evaluations_per_expectation(),
+               tr.solver.accepted_steps, tr.solver.rejected_steps, tr.table.number(tr.table.rows() - 1, "risk"));
+  }
+
+  // 2. Simulator: steps per second against the roofline of this core.
+  const double fma = fma_rate(), draws = draw_rate();
+  fmt::print("\nthis core: {:.2f} GFMA/s (in-cache GEMM), {:.1f} M Gaussian draws/s (Boost ziggurat, mt19937_64)\n", fma / 1e9, draws / 1e6);
+  fmt::print("{:>7} {:>4} {:>3} {:>12} {:>12} {:>10} {:>14}\n", "D", "L", "H", "steps/s", "roofline/s", "fraction", "s per unit t");
+  for (int D : {1000, 10000}) {
+    for (auto [L, H] : {std::pair{8, 2}, std::pair{32, 4}}) {
+      const Params p = params({fmt::format("L={}", L), fmt::format("H={}", H), "F=2", "activation=softmax"});
+      OnlineSGD sgd(setup_from(p), D, 0, 0);
+      const long steps = quick ? 200 : (D == 1000 ? 20000 : 2000);
+      const auto t0 = Clock::now();
+      for (long i = 0; i < steps; ++i) sgd.step();
+      const double per_step = seconds_since(t0) / static_cast<double>(steps);
+      // Work per step: L·D draws; multiply-adds: fields L·D·(H+1), update D·L·H, signal D·F.
+      const double fmas = static_cast<double>(L) * D * (H + 1) + static_cast<double>(D) * L * H + 2.0 * D;
+      const double roof = 1.0 / (static_cast<double>(L) * D / draws + fmas / fma);
+      fmt::print("{:>7} {:>4} {:>3} {:>12.0f} {:>12.0f} {:>10.2f} {:>14.3f}\n", D, L, H, 1.0 / per_step, roof, (1.0 / per_step) / roof,
+                 per_step * D);
+    }
+  }
+  return 0;
+}
