@@ -14,6 +14,7 @@ void register_polarization(class Registry& r);  // validation/polarization/regis
 void register_sinks(Registry& r);
 void register_specialization(Registry& r);
 void register_geometry(Registry& r);  // validation/geometry/register.cpp
+void register_tied_attention(Registry& r);  // validation/tied_attention/register.cpp
 
 struct ExtraCommand {
   CLI::App* app;

@@ -14,6 +14,7 @@ void register_models() {
   register_sinks(r);
   register_specialization(r);
   register_geometry(r);
+  register_tied_attention(r);
 }
 
 }  // namespace hdat

@@ -1,0 +1,154 @@
+#include "theory/tied_attention/model.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "hdat/core/error.hpp"
+
+namespace hdat::tied {
+
+const ParamSet& param_set() {
+  static const ParamSet set = [] {
+    ParamSet p;
+    p.integer("T", 2, "tokens per sequence (T = 1: quadratic network / matrix sensing, linear channel)", Range::between(1, 8))
+        .real("kappa0", 0.5, "target rank ratio p0/d", Range::positive())
+        .real("kappa", 1.0, "student width ratio p/d (factorised training)", Range::positive())
+        .real("noise", 0.1, "label noise Delta (variance Delta on the diagonal of h, Delta/2 off it)", Range::nonnegative())
+        .real("lambda", 1.0, "lambda-tilde: trace penalty d*lambda*Tr S (= weight decay lambda/sqrt(kappa) on W); "
+                             "training=direct: Frobenius penalty d*lambda*Tr S^2", Range::positive())
+        .real("beta", 1.0, "student softmax inverse temperature", Range::positive())
+        .real("beta0", 1.0, "target softmax inverse temperature", Range::positive())
+        .choice("target", "wishart", {"wishart", "powerlaw"}, "target spectrum: W0 W0^T/sqrt(p0 d), or s_i ~ i^-gamma (finite d)")
+        .real("gamma", 1.0, "power-law exponent of the target eigenvalues (> 1/2)", Range{0.5, std::nullopt, true, false})
+        .real("Q0", nullptr, "Tr S0^2/d of the target (unset: 1 + kappa0)", Range::positive())
+        .choice("task", "seq2lab", {"seq2lab", "seq2seq"}, "labels sigma(h) (T x T) or sigma(h) X (T x d, loss divided by d)")
+        .any("alphas", "0.02:0.6:30", "sample ratios n/d^2: a list, \"start:stop:count\" or \"log:start:stop:count\"")
+        .integer("d", 100, "dimension of the simulation (and of the finite-d power-law spectrum)", Range::between(2, 4096))
+        .any("seeds", 4, "simulation seeds: a count n (seeds 1..n) or a list")
+        .choice("training", "factorized", {"factorized", "convex", "direct"},
+                "simulated training: W by L-BFGS with weight decay | S >= 0 with trace penalty (proximal gradient) | "
+                "symmetric S with Frobenius penalty")
+        .choice("channel", "auto", {"auto", "linear", "softmax"},
+                "theory channel: auto (T = 1 linear, else softmax) | linear (every field a linear measurement)")
+        .real("spectrum", nullptr, "write spectrum.csv of the learned S at this alpha (curve)", Range::positive())
+        .int_list("dims", nullptr, "dimensions for validate's finite-size trend (unset: T = 1 [40, 60, 80], T >= 2 [40, 60, 80])",
+                  Range::between(4, 4096))
+        .real("quad_tol", 1e-11, "relative tolerance of the spectral quadratures", Range::open_between(0, 1e-2))
+        .integer("mc_samples", 65536, "Gaussian samples of the softmax-channel expectations (T >= 2)", Range::between(256, 1 << 24))
+        .choice("sampling", "sobol", {"sobol", "mc"}, "samples of the softmax channel: randomised Sobol (QMC) or Monte Carlo")
+        .integer("mc_seed", 1, "seed of the theory's sample set (common random numbers)", Range::at_least(0))
+        .real("damping", 0.5, "damping of the fixed-point iteration (T >= 2)", Range::open_between(0, 1))
+        .real("fp_tol", 1e-7, "tolerance on the order parameters (T >= 2)", Range::open_between(0, 1e-2))
+        .integer("fp_max_iter", 400, "iterations of the fixed-point solver (T >= 2)", Range::between(1, 100000))
+        .real("erm_tol", 1e-9, "relative tolerance of the finite-d training", Range::open_between(0, 1e-2))
+        .integer("erm_max_iter", 20000, "iterations of the finite-d training", Range::between(1, 10000000))
+        .integer("test_samples", 20000, "fresh sequences for the simulated test error (T >= 2)", Range::between(100, 10000000))
+        .real("z_crit", 3.0, "validate: allowed deviation in standard errors of the d -> infinity extrapolation", Range::positive())
+        .real("rel_floor", 0.01, "validate: tolerance floor relative to the theory value (model error of the 1/d fit)",
+              Range::nonnegative())
+        .real("check_perturbation", 1.0,
+              "multiplies the d_delta J term of the theory (1 = the correct equations); validate must then disagree: "
+              "the check of the check", Range::positive());
+    return p;
+  }();
+  return set;
+}
+
+void check_params(const Params& p) {
+  if (p.text("target") == "powerlaw" && !(p.real("gamma") > 0.5)) throw InputError("gamma", "must be > 1/2");
+  if (p.text("channel") == "softmax" && p.integer("T") == 1)
+    throw InputError("channel", "softmax with T = 1 is constant; use T >= 2 or the linear channel");
+  alpha_grid(p);  // validates the grid
+  seed_list(p);
+}
+
+std::vector<double> alpha_grid(const Params& p, const std::string& key) {
+  const json& v = p.raw(key);
+  std::vector<double> out;
+  auto bad = [&](const std::string& why) {
+    throw InputError(key, why + " (allowed: a list of numbers > 0, \"start:stop:count\" or \"log:start:stop:count\")");
+  };
+  if (v.is_number()) {
+    out.push_back(v.get<double>());
+  } else if (v.is_array()) {
+    for (const auto& x : v) {
+      if (!x.is_number()) bad("entries must be numbers");
+      out.push_back(x.get<double>());
+    }
+  } else if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    bool logscale = false;
+    if (s.rfind("log:", 0) == 0) {
+      logscale = true;
+      s = s.substr(4);
+    }
+    std::vector<std::string> parts;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ':')) parts.push_back(item);
+    if (parts.size() != 3) bad("range must have three fields");
+    double a = 0, b = 0;
+    long n = 0;
+    try {
+      a = std::stod(parts[0]);
+      b = std::stod(parts[1]);
+      n = std::stol(parts[2]);
+    } catch (...) {
+      bad("unreadable range");
+    }
+    if (n < 1 || n > 100000) bad("count must be in [1, 100000]");
+    if (logscale && !(a > 0 && b > 0)) bad("log range needs positive ends");
+    for (long i = 0; i < n; ++i) {
+      const double f = n == 1 ? 0.0 : static_cast<double>(i) / static_cast<double>(n - 1);
+      out.push_back(logscale ? a * std::pow(b / a, f) : a + (b - a) * f);
+    }
+  } else {
+    bad("unrecognised value");
+  }
+  if (out.empty()) bad("empty");
+  for (double a : out)
+    if (!(a > 0) || !std::isfinite(a)) bad("sample ratios must be finite and > 0");
+  return out;
+}
+
+std::vector<long> seed_list(const Params& p) {
+  const json& v = p.raw("seeds");
+  std::vector<long> out;
+  if (v.is_number_integer() && v.get<long>() >= 1 && v.get<long>() <= 100000) {
+    for (long s = 1; s <= v.get<long>(); ++s) out.push_back(s);
+  } else if (v.is_array() && !v.empty()) {
+    for (const auto& x : v) {
+      if (!x.is_number_integer() || x.get<long>() < 0) throw InputError("seeds", "list entries must be integers >= 0");
+      out.push_back(x.get<long>());
+    }
+  } else {
+    throw InputError("seeds", "expected a count in [1, 100000] or a non-empty list of integers");
+  }
+  return out;
+}
+
+double target_Q0(const Params& p) { return p.has("Q0") ? p.real("Q0") : 1 + p.real("kappa0"); }
+
+std::shared_ptr<const TargetLaw> make_target_law(const Params& p) {
+  if (p.text("target") == "wishart") {
+    if (p.has("Q0") && std::fabs(p.real("Q0") - (1 + p.real("kappa0"))) > 1e-12)
+      throw InputError("Q0", "the Wishart target has Q0 = 1 + kappa0; leave Q0 unset");
+    return std::make_shared<WishartTarget>(p.real("kappa0"));
+  }
+  const int d = static_cast<int>(p.integer("d"));
+  return std::make_shared<DiscreteTarget>(power_law_eigenvalues(d, p.real("kappa0"), p.real("gamma"), target_Q0(p)));
+}
+
+std::string channel_of(const Params& p) {
+  const std::string c = p.text("channel");
+  if (c != "auto") return c;
+  return p.integer("T") == 1 ? "linear" : "softmax";
+}
+
+QuadratureOptions quadrature_options(const Params& p) {
+  QuadratureOptions o;
+  o.rel_tol = p.real("quad_tol");
+  return o;
+}
+
+}  // namespace hdat::tied

@@ -1,0 +1,38 @@
+#pragma once
+// The spectrum of the learned matrix Ŝ ≐ η · ReLU(S0 + δ Z − t I) (derivation.md §3.3):
+//  - an atom at 0 of mass F_δ(t) (rank(Ŝ)/d = 1 − F_δ(t));
+//  - a bulk with density (1/η) ρ_δ(x/η + t) for x > 0;
+//  - outliers: isolated pieces of μ_δ (one target eigenvalue s each, mass 1/d for a finite-d target)
+//    above t, at η(x̄ − t) with x̄ ≈ s + δ²/s (the spike formula).
+// Singular values of W (S = W Wᵀ/√(p d)) in units of √d: σ = (√κ · λ)^{1/2}.
+#include <vector>
+
+#include "theory/tied_attention/spectral_law.hpp"
+
+namespace hdat::tied {
+
+struct Outlier {
+  double position = 0;           ///< eigenvalue of Ŝ: η (x̄ − t), x̄ the mean of the piece
+  double target_eigenvalue = 0;  ///< s
+  double spike_formula = 0;      ///< η (s + δ²/s − t)
+  double mass = 0;               ///< μ_δ-mass of the piece (1/d)
+};
+
+struct LearnedSpectrum {
+  double atom = 0;  ///< F_δ(t)
+  double eta = 1, t = 0, delta = 0, kappa = 1;
+  std::vector<double> x, density;         ///< bulk of Ŝ (x > 0)
+  std::vector<double> sv, sv_density;     ///< bulk of the singular values of W / √d
+  std::vector<Outlier> outliers;
+  double bulk_mass = 0;                   ///< ∫ density (= 1 − atom − outlier masses)
+};
+
+/// (1/η) ρ_δ(x/η + t) for x > 0.
+double learned_density(const SpectralLaw& law, double t, double eta, double x);
+
+/// The spectrum at the fixed point (δ = law.delta(), t, η); `points` per bulk piece.
+/// Pieces of μ_δ whose mass is below `outlier_mass` count as outliers.
+LearnedSpectrum learned_spectrum(const SpectralLaw& law, double t, double eta, double kappa, int points = 200,
+                                 double outlier_mass = -1);
+
+}  // namespace hdat::tied

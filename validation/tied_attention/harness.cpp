@@ -1,0 +1,705 @@
+#include "validation/tied_attention/harness.hpp"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "hdat/core/error.hpp"
+#include "hdat/core/output.hpp"
+#include "hdat/core/plot.hpp"
+#include "hdat/core/progress.hpp"
+#include "theory/tied_attention/linear_t1.hpp"
+#include "theory/tied_attention/model.hpp"
+#include "theory/tied_attention/spectrum.hpp"
+#include "theory/tied_attention/thresholds.hpp"
+#include "validation/tied_attention/sensing.hpp"
+
+namespace hdat::tied {
+
+namespace {
+
+using json = nlohmann::json;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void set_threads(const RunContext& ctx) {
+  if (ctx.threads > 0) omp_set_num_threads(ctx.threads);
+}
+
+TeacherSpec teacher_spec(const Params& p, int d) {
+  TeacherSpec t;
+  t.d = d;
+  t.kappa0 = p.real("kappa0");
+  t.powerlaw = p.text("target") == "powerlaw";
+  t.gamma = p.real("gamma");
+  t.Q0 = target_Q0(p);
+  return t;
+}
+
+// Number of linear measurements per sequence when the linear channel is used with T tokens:
+// T(T+1)/2 symmetric fields, each a T = 1 measurement (derivation.md §4.3).
+double linear_fields(int T) { return T * (T + 1) / 2.0; }
+
+// ---------------------------------------------------------------------------------------------
+// Theory, linear channel (T = 1, or forced).
+
+struct LinearCurve {
+  std::vector<FixedPointState> states;
+  LinearSummary summary;
+  double Q0 = 0;
+};
+
+LinearCurve linear_theory(const Params& p, const std::vector<double>& alphas,
+                          std::shared_ptr<const TargetLaw> target = nullptr) {
+  LinearProblem pr;
+  pr.target = target ? target : make_target_law(p);
+  pr.noise = p.real("noise");
+  pr.lambda = p.real("lambda");
+  LinearOptions opt;
+  opt.quadrature = quadrature_options(p);
+  opt.broken_ddelta_factor = p.real("check_perturbation");
+  const int T = static_cast<int>(p.integer("T"));
+  const double f = linear_fields(T);
+  std::vector<double> a_eff;
+  for (double a : alphas) a_eff.push_back(a * f);
+  LinearT1Solver solver(pr, opt);
+  LinearCurve c;
+  c.states = solver.curve(a_eff);
+  for (std::size_t i = 0; i < alphas.size(); ++i) {
+    FixedPointState& s = c.states[i];
+    s.alpha = alphas[i];
+    // Per sequence: T(T+1)/2 fields, each with the T = 1 loss.
+    s.train_loss *= f;
+    s.test_error *= f;
+    s.test_error_clean *= f;
+  }
+  c.summary = solver.summary();
+  c.Q0 = solver.Q0();
+  return c;
+}
+
+Table curve_table(const std::vector<FixedPointState>& st, const std::vector<double>* bayes_mse, double kappa) {
+  std::vector<std::string> cols = {"alpha", "test_error", "train_loss", "mse", "rank", "delta", "eps", "q", "m", "Sigma",
+                                   "qhat", "mhat", "Sigmahat", "converged", "t", "eta", "trace", "regulariser",
+                                   "objective", "test_error_clean", "branches", "residual", "width_ok"};
+  if (bayes_mse) cols.push_back("bayes_mse");
+  Table t(cols);
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    const auto& s = st[i];
+    std::vector<Cell> row = {s.alpha, s.test_error, s.train_loss, s.mse, s.rank, s.delta, s.eps, s.q, s.m, s.Sigma,
+                             s.qhat, s.mhat, s.Sigmahat, s.converged ? 1.0 : 0.0, s.t, s.eta, s.trace, s.regulariser,
+                             s.objective, s.test_error_clean, double(s.branches), s.residual,
+                             (kappa >= s.rank) ? 1.0 : 0.0};
+    if (bayes_mse) row.push_back((*bayes_mse)[i]);
+    t.add_row(row);
+  }
+  return t;
+}
+
+json thresholds_json(const Params& p, const std::shared_ptr<const TargetLaw>& target) {
+  const int T = static_cast<int>(p.integer("T"));
+  const double noise = p.real("noise");
+  const double rank = target_rank_fraction(*target);
+  json j;
+  const auto ai = alpha_interp(target, noise, T);
+  j["alpha_interp"] = ai.ok ? json(ai.alpha) : json(nullptr);
+  j["alpha_interp_delta_bar"] = ai.ok ? json(ai.delta_bar) : json(nullptr);
+  j["alpha_interp_noiseless_limit"] = alpha_interp_noiseless_limit(rank, T);
+  const auto ap = alpha_perf(rank, T);
+  j["alpha_perf"] = ap.alpha;
+  j["alpha_perf_s_star"] = ap.s_star;
+  j["alpha_PR"] = alpha_pr(rank, T);
+  j["rank_fraction"] = rank;
+  j["note"] = "alpha_perf: Delta = 0, lambda -> 0+; alpha_interp: lambda -> 0+ at the given noise; "
+              "alpha_interp -> alpha_interp_noiseless_limit (not alpha_perf) as noise -> 0";
+  return j;
+}
+
+json spectrum_json(const LearnedSpectrum& ls) {
+  json o = json::array();
+  for (const auto& x : ls.outliers)
+    o.push_back({{"position", x.position}, {"target_eigenvalue", x.target_eigenvalue}, {"spike_formula", x.spike_formula},
+                 {"mass", x.mass}});
+  return {{"atom_at_zero", ls.atom}, {"bulk_mass", ls.bulk_mass}, {"outliers", o}, {"eta", ls.eta}, {"t", ls.t},
+          {"delta", ls.delta}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Simulation, T = 1.
+
+struct SimJob {
+  double alpha = 0;
+  int d = 0;
+  long seed = 0;
+  std::size_t ia = 0;
+};
+
+struct SimRecord {
+  double mse = 0, train_loss = 0, test_error = 0, rank = 0, trace = 0, objective = 0, seconds = 0;
+  // The theory at this seed's own target spectrum (deterministic equivalent): paired comparison.
+  double th_mse = 0, th_train_loss = 0, th_rank = 0;
+  bool th_converged = false;
+  long iterations = 0;
+  bool converged = false;
+  Eigen::VectorXd eigenvalues;
+};
+
+SimRecord run_sensing_job(const Params& p, const SimJob& job, const std::string& training, bool paired_theory) {
+  const double noise = p.real("noise"), lam = p.real("lambda");
+  const long n = std::max(1L, std::lround(job.alpha * job.d * job.d));
+  const auto replica = static_cast<std::uint64_t>(job.d) * 100003ULL + job.ia;
+  const SensingData data = make_sensing_data(teacher_spec(p, job.d), n, noise, static_cast<std::uint64_t>(job.seed), replica);
+  ErmOptions o;
+  o.tol = p.real("erm_tol");
+  o.max_iter = p.integer("erm_max_iter");
+  o.width = p.real("kappa");
+  o.init_seed = static_cast<std::uint64_t>(job.seed);
+  ErmResult r = training == "convex" ? train_convex(data, lam, o)
+                : training == "direct" ? train_direct(data, lam, o)
+                                       : train_factorized(data, lam, o);
+  SimRecord s;
+  s.mse = r.mse;
+  s.train_loss = r.train_loss;
+  s.test_error = r.test_error;
+  s.rank = r.rank;
+  s.trace = r.trace;
+  s.objective = r.objective;
+  s.seconds = r.wall_seconds;
+  s.iterations = r.iterations;
+  s.converged = r.converged;
+  s.eigenvalues = r.eigenvalues;
+  if (paired_theory) {
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(data.S0, Eigen::EigenvaluesOnly);
+    std::vector<double> ev(es.eigenvalues().data(), es.eigenvalues().data() + es.eigenvalues().size());
+    const double top = std::max(1.0, std::fabs(ev.back()));
+    for (double& x : ev)
+      if (std::fabs(x) < 1e-12 * top) x = 0;  // exact zeros of the rank-p0 target
+    const LinearCurve c = linear_theory(p, {job.alpha}, std::make_shared<const DiscreteTarget>(ev));
+    s.th_mse = c.states[0].mse;
+    s.th_train_loss = c.states[0].train_loss;
+    s.th_rank = c.states[0].rank;
+    s.th_converged = c.states[0].converged;
+  }
+  return s;
+}
+
+struct SimPoint {
+  double alpha = 0;
+  int d = 0;
+  long n = 0;
+  Stat mse, train_loss, test_error, rank, trace;
+  Stat th_mse, th_train_loss, th_rank;           // deterministic-equivalent theory per seed
+  Stat d_mse, d_train_loss, d_rank;              // paired differences simulation − that theory
+  double th_converged = 0;
+  double iterations = 0, converged = 0, seconds = 0;
+  std::vector<Eigen::VectorXd> eigenvalues;
+};
+
+std::vector<SimPoint> simulate_linear(const Params& p, const std::vector<double>& alphas, const std::vector<int>& dims,
+                                      const std::vector<long>& seeds, const std::string& training, const RunContext& ctx,
+                                      bool paired_theory) {
+  std::vector<SimJob> jobs;
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia)
+    for (int d : dims)
+      for (long s : seeds) jobs.push_back({alphas[ia], d, s, ia});
+  // Largest jobs first: better load balance.
+  std::stable_sort(jobs.begin(), jobs.end(), [](const SimJob& a, const SimJob& b) { return a.alpha * a.d * a.d * a.d > b.alpha * b.d * b.d * b.d; });
+  std::vector<SimRecord> rec(jobs.size());
+  Progress prog("simulate (" + training + ")", static_cast<long>(jobs.size()), !ctx.quiet);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long k = 0; k < static_cast<long>(jobs.size()); ++k) {
+    if (interrupted()) continue;
+    rec[static_cast<std::size_t>(k)] = run_sensing_job(p, jobs[static_cast<std::size_t>(k)], training, paired_theory);
+    prog.advance();
+  }
+  prog.finish();
+  if (interrupted()) throw NumericalError("interrupted");
+  std::vector<SimPoint> out;
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia)
+    for (int d : dims) {
+      SimPoint sp;
+      sp.alpha = alphas[ia];
+      sp.d = d;
+      sp.n = std::max(1L, std::lround(alphas[ia] * d * d));
+      std::vector<double> mse, tl, te, rk, tr, tmse, ttl, trk, dmse, dtl, drk;
+      for (std::size_t k = 0; k < jobs.size(); ++k) {
+        if (jobs[k].ia != ia || jobs[k].d != d) continue;
+        const SimRecord& r = rec[k];
+        if (paired_theory) {
+          tmse.push_back(r.th_mse);
+          ttl.push_back(r.th_train_loss);
+          trk.push_back(r.th_rank);
+          dmse.push_back(r.mse - r.th_mse);
+          dtl.push_back(r.train_loss - r.th_train_loss);
+          drk.push_back(r.rank - r.th_rank);
+          sp.th_converged += r.th_converged ? 1 : 0;
+        }
+        mse.push_back(r.mse);
+        tl.push_back(r.train_loss);
+        te.push_back(r.test_error);
+        rk.push_back(r.rank);
+        tr.push_back(r.trace);
+        sp.iterations += static_cast<double>(r.iterations);
+        sp.converged += r.converged ? 1 : 0;
+        sp.seconds += r.seconds;
+        sp.eigenvalues.push_back(r.eigenvalues);
+      }
+      const double ns = static_cast<double>(mse.size());
+      sp.iterations /= ns;
+      sp.converged /= ns;
+      sp.seconds /= ns;
+      sp.mse = stat_of(mse);
+      sp.train_loss = stat_of(tl);
+      sp.test_error = stat_of(te);
+      sp.rank = stat_of(rk);
+      sp.trace = stat_of(tr);
+      sp.th_converged /= ns;
+      sp.th_mse = stat_of(tmse);
+      sp.th_train_loss = stat_of(ttl);
+      sp.th_rank = stat_of(trk);
+      sp.d_mse = stat_of(dmse);
+      sp.d_train_loss = stat_of(dtl);
+      sp.d_rank = stat_of(drk);
+      out.push_back(std::move(sp));
+    }
+  return out;
+}
+
+Table sim_table(const std::vector<SimPoint>& pts, const std::string& training, bool paired = false) {
+  std::vector<std::string> cols = {"alpha", "d", "n", "training", "mse", "mse_se", "train_loss", "train_loss_se",
+                                   "test_error", "test_error_se", "rank", "rank_se", "trace", "trace_se", "seeds",
+                                   "iterations", "converged_fraction", "seconds_per_run"};
+  if (paired)
+    for (const char* c : {"theory_same_spectrum_mse", "paired_mse_diff", "paired_mse_diff_se", "theory_same_spectrum_train_loss",
+                          "paired_train_loss_diff", "paired_train_loss_diff_se", "theory_same_spectrum_rank",
+                          "paired_rank_diff", "paired_rank_diff_se"})
+      cols.push_back(c);
+  Table t(cols);
+  for (const auto& s : pts) {
+    std::vector<Cell> row = {s.alpha, double(s.d), double(s.n), training, s.mse.mean, s.mse.se, s.train_loss.mean,
+                             s.train_loss.se, s.test_error.mean, s.test_error.se, s.rank.mean, s.rank.se, s.trace.mean,
+                             s.trace.se, double(s.mse.n), s.iterations, s.converged, s.seconds};
+    if (paired)
+      for (double v : {s.th_mse.mean, s.d_mse.mean, s.d_mse.se, s.th_train_loss.mean, s.d_train_loss.mean,
+                       s.d_train_loss.se, s.th_rank.mean, s.d_rank.mean, s.d_rank.se})
+        row.push_back(v);
+    t.add_row(row);
+  }
+  return t;
+}
+
+std::vector<int> validate_dims(const Params& p) {
+  std::vector<int> dims;
+  if (p.has("dims"))
+    for (long d : p.int_vector("dims")) dims.push_back(static_cast<int>(d));
+  else
+    dims = {40, 60, 80};
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+void require_linear(const Params& p) {
+  if (channel_of(p) != "linear")
+    throw InputError("T", "the softmax channel (T >= 2) is not available in this build; use T = 1 or channel=linear");
+}
+
+}  // namespace
+
+// =============================================================================================
+
+Stat stat_of(const std::vector<double>& v) {
+  Stat s;
+  s.n = static_cast<int>(v.size());
+  if (v.empty()) return s;
+  for (double x : v) s.mean += x;
+  s.mean /= s.n;
+  if (s.n > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - s.mean) * (x - s.mean);
+    s.se = std::sqrt(ss / (s.n - 1) / s.n);
+  }
+  return s;
+}
+
+Extrapolation extrapolate_inverse_d(const std::vector<double>& d, const std::vector<double>& y, const std::vector<double>& se) {
+  Extrapolation e;
+  e.points = static_cast<int>(d.size());
+  if (d.size() == 1) {
+    e.a = y[0];
+    e.a_se = se[0];
+    return e;
+  }
+  // Minimise Σ w (y − a − b/d)², w = 1/se².
+  double S = 0, Sx = 0, Sxx = 0, Sy = 0, Sxy = 0;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    const double s = std::max(se[i], 1e-12 * (1 + std::fabs(y[i])));
+    const double w = 1 / (s * s), x = 1 / d[i];
+    S += w;
+    Sx += w * x;
+    Sxx += w * x * x;
+    Sy += w * y[i];
+    Sxy += w * x * y[i];
+  }
+  const double det = S * Sxx - Sx * Sx;
+  e.a = (Sxx * Sy - Sx * Sxy) / det;
+  e.b = (S * Sxy - Sx * Sy) / det;
+  e.a_se = std::sqrt(Sxx / det);
+  const int dof = static_cast<int>(d.size()) - 2;
+  if (dof >= 1) {
+    double chi2 = 0;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      const double s = std::max(se[i], 1e-12 * (1 + std::fabs(y[i])));
+      const double r = (y[i] - e.a - e.b / d[i]) / s;
+      chi2 += r * r;
+    }
+    e.chi2_dof = chi2 / dof;
+    if (e.chi2_dof > 1) e.a_se *= std::sqrt(e.chi2_dof);
+  }
+  return e;
+}
+
+RunOutput curve_command(const Params& p, RunContext& ctx) {
+  set_threads(ctx);
+  require_linear(p);
+  RunOutput out;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto alphas = alpha_grid(p);
+  const auto target = make_target_law(p);
+  const int T = static_cast<int>(p.integer("T"));
+  const double kappa = p.real("kappa");
+  LinearCurve c = linear_theory(p, alphas);
+  const double theory_seconds = seconds_since(t0);
+  // Bayes-optimal reference (matrix MSE).
+  const auto t1 = std::chrono::steady_clock::now();
+  const auto bo = bayes_optimal_curve(target, p.real("noise"), T, alphas);
+  std::vector<double> bmse;
+  for (const auto& b : bo) bmse.push_back(b.mmse);
+  out.tables["curve.csv"] = curve_table(c.states, &bmse, kappa);
+  out.info["thresholds"] = thresholds_json(p, target);
+  out.info["lambda_weight_decay"] = p.real("lambda") / std::sqrt(kappa);
+  out.info["Q0"] = c.Q0;
+  out.info["channel"] = "linear";
+  out.info["solver"] = c.summary.to_json();
+  out.info["solver"]["seconds_per_fixed_point"] = theory_seconds / static_cast<double>(alphas.size());
+  out.info["solver"]["microseconds_per_J"] = 1e6 * c.summary.wall_seconds / std::max(1L, c.summary.j_evaluations);
+  out.info["bayes_optimal"] = {{"seconds", seconds_since(t1)},
+                               {"note", T == 1 ? "T = 1 with noise" : "noiseless formula (a lower bound when noise > 0)"}};
+  int bad = 0;
+  for (const auto& s : c.states) bad += s.converged ? 0 : 1;
+  // Spectrum of the learned S at alpha = spectrum.
+  if (p.has("spectrum")) {
+    const double a = p.real("spectrum");
+    LinearCurve cs = linear_theory(p, {a});
+    const FixedPointState& s = cs.states.front();
+    const auto law = make_law(target, s.delta);
+    const LearnedSpectrum ls = learned_spectrum(*law, s.t, s.eta, kappa);
+    Table sp({"x", "density"});
+    for (std::size_t i = 0; i < ls.x.size(); ++i) sp.add_row({ls.x[i], ls.density[i]});
+    out.tables["spectrum.csv"] = sp;
+    Table sw({"sv", "density"});
+    for (std::size_t i = 0; i < ls.sv.size(); ++i) sw.add_row({ls.sv[i], ls.sv_density[i]});
+    out.tables["spectrum_w.csv"] = sw;
+    out.info["spectrum"] = spectrum_json(ls);
+    out.info["spectrum"]["alpha"] = a;
+    out.info["spectrum"]["note"] = "spectrum.csv: eigenvalues of S (bulk, x > 0); spectrum_w.csv: singular values of W / sqrt(d)";
+  }
+  out.summary = fmt::format("tied-attention curve: {} alpha values, T = {} (linear channel), {:.3f} s, {} not converged",
+                            alphas.size(), T, theory_seconds, bad);
+  if (bad) out.exit_code = 3;
+  return out;
+}
+
+RunOutput simulate_command(const Params& p, RunContext& ctx) {
+  set_threads(ctx);
+  require_linear(p);
+  if (p.integer("T") != 1) throw InputError("T", "the T = 1 simulator needs T = 1");
+  RunOutput out;
+  const auto alphas = alpha_grid(p);
+  const auto seeds = seed_list(p);
+  const int d = static_cast<int>(p.integer("d"));
+  const std::string training = p.text("training");
+  const auto pts = simulate_linear(p, alphas, {d}, seeds, training, ctx, false);
+  out.tables["sim.csv"] = sim_table(pts, training);
+  out.info["seeds"] = seeds;
+  out.info["training"] = training;
+  out.info["lambda_weight_decay"] = p.real("lambda") / std::sqrt(p.real("kappa"));
+  out.summary = fmt::format("tied-attention simulate: T = 1, d = {}, {} alpha values x {} seeds, training {}", d,
+                            alphas.size(), seeds.size(), training);
+  return out;
+}
+
+RunOutput validate_command(const Params& p, RunContext& ctx) {
+  set_threads(ctx);
+  require_linear(p);
+  if (p.integer("T") != 1) throw InputError("T", "the T = 1 simulator needs T = 1");
+  RunOutput out;
+  const auto alphas = alpha_grid(p);
+  const auto seeds = seed_list(p);
+  const auto dims = validate_dims(p);
+  const std::string training = p.text("training");
+  const double zc = p.real("z_crit"), floor = p.real("rel_floor");
+  LinearCurve th = linear_theory(p, alphas);
+  {
+    // A dense theory curve for the figures (the checks use the α grid itself).
+    const double lo = 0.8 * *std::min_element(alphas.begin(), alphas.end());
+    const double hi = 1.1 * *std::max_element(alphas.begin(), alphas.end());
+    std::vector<double> dense;
+    for (int i = 0; i < 60; ++i) dense.push_back(lo + (hi - lo) * i / 59.0);
+    out.tables["curve.csv"] = curve_table(linear_theory(p, dense).states, nullptr, p.real("kappa"));
+  }
+  const auto pts = simulate_linear(p, alphas, dims, seeds, training, ctx, true);
+  out.tables["sim.csv"] = sim_table(pts, training, true);
+
+  // Per α and observable: the paired difference (simulation − theory at the seed's own target
+  // spectrum) extrapolated to d → ∞ must vanish. Pairing removes the teacher's fluctuations.
+  std::vector<std::string> cols = {"alpha", "observable", "theory"};
+  for (int d : dims)
+    for (const char* c : {"sim_d", "se_d", "paired_diff_d", "paired_se_d"}) cols.push_back(fmt::format("{}{}", c, d));
+  for (const char* c : {"extrapolated_diff", "extrapolated_se", "allowed", "pass"}) cols.push_back(c);
+  Table vt(cols);
+  int failures = 0, checks = 0;
+  json worst = json::object();
+  double worst_ratio = 0;
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
+    const FixedPointState& s = th.states[ia];
+    struct Obs {
+      const char* name;
+      double theory;
+      Stat SimPoint::*sim;
+      Stat SimPoint::*diff;
+    };
+    const Obs obs[] = {{"mse", s.mse, &SimPoint::mse, &SimPoint::d_mse},
+                       {"train_loss", s.train_loss, &SimPoint::train_loss, &SimPoint::d_train_loss},
+                       {"rank", s.rank, &SimPoint::rank, &SimPoint::d_rank}};
+    for (const auto& o : obs) {
+      std::vector<double> dd, y, se;
+      std::vector<Cell> row = {alphas[ia], std::string(o.name), o.theory};
+      bool theory_ok = s.converged;
+      for (const auto& sp : pts) {
+        if (sp.alpha != alphas[ia]) continue;
+        const Stat& st = sp.*(o.sim);
+        const Stat& df = sp.*(o.diff);
+        dd.push_back(sp.d);
+        y.push_back(df.mean);
+        // Rank is quantised in steps of 1/d: never trust a standard error below that resolution.
+        se.push_back(std::string(o.name) == "rank" ? std::max(df.se, 1.0 / (sp.d * std::sqrt(12.0 * df.n))) : df.se);
+        theory_ok = theory_ok && sp.th_converged == 1.0;
+        for (double v : {st.mean, st.se, df.mean, df.se}) row.push_back(v);
+      }
+      const Extrapolation e = extrapolate_inverse_d(dd, y, se);
+      const double dev = std::fabs(e.a);
+      const double allowed = zc * e.a_se + floor * std::fabs(o.theory);
+      const bool pass = dev <= allowed && theory_ok;
+      ++checks;
+      if (!pass) ++failures;
+      const double ratio = dev / std::max(allowed, 1e-300);
+      if (ratio > worst_ratio) {
+        worst_ratio = ratio;
+        worst = {{"alpha", alphas[ia]}, {"observable", o.name}, {"theory", o.theory}, {"extrapolated_diff", e.a},
+                 {"extrapolated_se", e.a_se}, {"allowed", allowed}};
+      }
+      for (auto v : {e.a, e.a_se, allowed, pass ? 1.0 : 0.0}) row.push_back(v);
+      vt.add_row(row);
+    }
+  }
+  out.tables["validate.csv"] = vt;
+
+  // Eigenvalue histogram of the learned S (largest d, pooled seeds) against the predicted law, at
+  // the α of `spectrum` or the middle of the grid.
+  const std::size_t ih = p.has("spectrum") ? std::min_element(alphas.begin(), alphas.end(), [&](double a, double b) {
+                                               return std::fabs(a - p.real("spectrum")) < std::fabs(b - p.real("spectrum"));
+                                             }) - alphas.begin()
+                                           : alphas.size() / 2;
+  {
+    const FixedPointState& s = th.states[ih];
+    const auto target = make_target_law(p);
+    const auto law = make_law(target, s.delta);
+    std::vector<double> ev;
+    int zeros = 0, total = 0;
+    for (const auto& sp : pts) {
+      if (sp.alpha != alphas[ih] || sp.d != dims.back()) continue;
+      for (const auto& e : sp.eigenvalues)
+        for (Eigen::Index i = 0; i < e.size(); ++i) {
+          ++total;
+          if (e(i) > 1e-6 * std::max(1.0, e.maxCoeff())) ev.push_back(e(i));
+          else ++zeros;
+        }
+    }
+    const double top = ev.empty() ? 1.0 : *std::max_element(ev.begin(), ev.end());
+    const int bins = 30;
+    Table ht({"x", "sim_density", "theory_density"});
+    for (int b = 0; b < bins; ++b) {
+      const double lo = top * b / bins, hi = top * (b + 1) / bins;
+      const auto cnt = std::count_if(ev.begin(), ev.end(), [&](double x) { return x > lo && x <= hi; });
+      const double x = 0.5 * (lo + hi);
+      ht.add_row({x, static_cast<double>(cnt) / (std::max(total, 1) * (hi - lo)), learned_density(*law, s.t, s.eta, x)});
+    }
+    out.tables["histogram.csv"] = ht;
+    out.info["histogram"] = {{"alpha", alphas[ih]}, {"d", dims.back()}, {"atom_sim", total ? double(zeros) / total : 0.0},
+                             {"atom_theory", 1 - s.rank}};
+  }
+
+  // Factorised vs convex training on the same data (largest d): the same minimiser when the width
+  // is not binding.
+  if (training != "convex") {
+    double maxdiff = 0;
+    std::vector<double> diffs;
+    for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
+      const SimJob job{alphas[ia], dims.front(), seeds.front(), ia};
+      const SimRecord a = run_sensing_job(p, job, training, false), b = run_sensing_job(p, job, "convex", false);
+      maxdiff = std::max(maxdiff, std::fabs(a.mse - b.mse));
+      diffs.push_back(a.mse - b.mse);
+    }
+    out.info["same_data"] = {{"compared", training + " vs convex"}, {"d", dims.front()}, {"mse_differences", diffs},
+                             {"max_abs_difference", maxdiff}};
+  }
+
+  out.info["verdict"] = {{"checks", checks},
+                         {"failures", failures},
+                         {"criterion", fmt::format("|a| <= {} * se(a) + {} * |theory|, where a is the d -> infinity "
+                                                   "intercept of a weighted fit a + b/d over dims of the mean paired "
+                                                   "difference (simulation - theory at the seed's own target "
+                                                   "spectrum); every theory point converged", zc, floor)},
+                         {"worst", worst}};
+  out.info["dims"] = dims;
+  out.info["seeds"] = seeds;
+  out.info["theory_solver"] = th.summary.to_json();
+  out.exit_code = failures ? 1 : 0;
+  out.summary = fmt::format("tied-attention validate (T = 1, {} training): {} of {} checks pass -> {}", training,
+                            checks - failures, checks, failures ? "DISAGREE" : "agree");
+  return out;
+}
+
+namespace {
+
+std::vector<double> column(const Table& t, const std::string& c) { return t.has_column(c) ? t.numbers(c) : std::vector<double>{}; }
+
+// Rows of `t` where column `key` equals `value`.
+Table filter_rows(const Table& t, const std::string& key, double value) {
+  Table out(t.columns());
+  for (std::size_t i = 0; i < t.rows(); ++i)
+    if (t.number(i, key) == value) out.add_row(t.row(i));
+  return out;
+}
+
+plot::Series line(const std::string& label, std::vector<double> x, std::vector<double> y, plot::Style st = plot::Style::lines,
+                  int color = -1) {
+  plot::Series s;
+  s.label = label;
+  s.x = std::move(x);
+  s.y = std::move(y);
+  s.style = st;
+  s.color = color;
+  return s;
+}
+
+plot::Series vline(const std::string& label, double x, double y0, double y1, int color) {
+  return line(label, {x, x}, {y0, y1}, plot::Style::dashed, color);
+}
+
+std::vector<double> distinct(const std::vector<double>& v) {
+  std::vector<double> u = v;
+  std::sort(u.begin(), u.end());
+  u.erase(std::unique(u.begin(), u.end()), u.end());
+  return u;
+}
+
+void add_sim_points(plot::Panel& panel, const Table& sim, const std::string& col, int color_base) {
+  if (sim.empty() || !sim.has_column(col)) return;
+  int c = color_base;
+  for (double d : distinct(sim.numbers("d"))) {
+    const Table s = filter_rows(sim, "d", d);
+    plot::Series e = line(fmt::format("ERM d = {}", d), s.numbers("alpha"), s.numbers(col), plot::Style::errorbars, c++);
+    e.yerr = column(s, col + "_se");
+    panel.series.push_back(e);
+  }
+}
+
+}  // namespace
+
+void plot_folder(const std::filesystem::path& dir) {
+  const json run = json::parse(read_file(dir / "run.json"));
+  const std::string command = run.value("command", "");
+  const auto has = [&](const char* f) { return std::filesystem::exists(dir / f); };
+  const Table curve = has("curve.csv") ? Table::read_csv_file((dir / "curve.csv").string()) : Table();
+  const Table sim = has("sim.csv") ? Table::read_csv_file((dir / "sim.csv").string()) : Table();
+  if (!curve.empty() || !sim.empty()) {
+    plot::Figure f;
+    f.title = fmt::format("tied-attention {}: T = {}, kappa0 = {}, noise = {}, lambda = {}", command,
+                          run["config"].value("T", 0), run["config"].value("kappa0", 0.0), run["config"].value("noise", 0.0),
+                          run["config"].value("lambda", 0.0));
+    struct P {
+      const char* col;
+      const char* title;
+    };
+    for (const P& pp : {P{"mse", "matrix error |S - S0|_F^2/d"}, P{"test_error", "test error (fresh samples)"},
+                        P{"train_loss", "training loss per sample"}, P{"rank", "rank(S)/d"}}) {
+      plot::Panel panel;
+      panel.title = pp.title;
+      panel.xlabel = "alpha = n/d^2";
+      panel.ylabel = pp.col;
+      if (!curve.empty()) panel.series.push_back(line("theory", curve.numbers("alpha"), curve.numbers(pp.col), plot::Style::lines, 0));
+      if (!curve.empty() && std::string(pp.col) == "mse" && curve.has_column("bayes_mse"))
+        panel.series.push_back(line("Bayes-optimal", curve.numbers("alpha"), curve.numbers("bayes_mse"), plot::Style::dashed, 1));
+      add_sim_points(panel, sim, pp.col, 2);
+      if (run.contains("thresholds") && (std::string(pp.col) == "mse" || std::string(pp.col) == "train_loss")) {
+        double top = 0;
+        for (const auto& s : panel.series)
+          for (double y : s.y)
+            if (std::isfinite(y)) top = std::max(top, y);
+        const auto& th = run["thresholds"];
+        if (th.contains("alpha_interp") && th["alpha_interp"].is_number())
+          panel.series.push_back(vline("alpha_interp", th["alpha_interp"].get<double>(), 0, top, 7));
+        if (th.contains("alpha_perf")) panel.series.push_back(vline("alpha_perf", th["alpha_perf"].get<double>(), 0, top, 8));
+      }
+      f.panels.push_back(panel);
+    }
+    plot::render(f, dir / (command == "curve" ? "curve" : command == "simulate" ? "sim" : "validate"));
+  }
+  if (has("spectrum.csv")) {
+    const Table sp = Table::read_csv_file((dir / "spectrum.csv").string());
+    const Table sw = Table::read_csv_file((dir / "spectrum_w.csv").string());
+    const auto& info = run["spectrum"];
+    plot::Figure f;
+    f.title = fmt::format("learned spectrum at alpha = {}: atom {:.4f} at 0, {} outliers", info.value("alpha", 0.0),
+                          info.value("atom_at_zero", 0.0), info["outliers"].size());
+    plot::Panel a;
+    a.title = "eigenvalues of S (bulk)";
+    a.xlabel = "x";
+    a.ylabel = "density";
+    a.series.push_back(line("theory", sp.numbers("x"), sp.numbers("density"), plot::Style::lines, 0));
+    for (const auto& o : info["outliers"]) a.series.push_back(vline("", o["position"].get<double>(), 0, 0.05, 1));
+    plot::Panel b;
+    b.title = "singular values of W / sqrt(d)";
+    b.xlabel = "sigma";
+    b.ylabel = "density";
+    b.series.push_back(line("theory", sw.numbers("sv"), sw.numbers("density"), plot::Style::lines, 0));
+    f.panels = {a, b};
+    plot::render(f, dir / "spectrum");
+  }
+  if (has("histogram.csv")) {
+    const Table h = Table::read_csv_file((dir / "histogram.csv").string());
+    plot::Figure f;
+    const auto& info = run["histogram"];
+    f.title = fmt::format("eigenvalues of the learned S, alpha = {}, d = {}: atom {:.3f} (theory {:.3f})",
+                          info.value("alpha", 0.0), info.value("d", 0), info.value("atom_sim", 0.0), info.value("atom_theory", 0.0));
+    plot::Panel a;
+    a.xlabel = "eigenvalue";
+    a.ylabel = "density (bulk)";
+    a.series.push_back(line("ERM (pooled seeds)", h.numbers("x"), h.numbers("sim_density"), plot::Style::points, 2));
+    a.series.push_back(line("theory", h.numbers("x"), h.numbers("theory_density"), plot::Style::lines, 0));
+    f.panels = {a};
+    f.columns = 1;
+    plot::render(f, dir / "histogram");
+  }
+}
+
+}  // namespace hdat::tied

@@ -1,0 +1,41 @@
+// Registration of the `tied-attention` model for the command line, and its figures.
+#include <filesystem>
+
+#include "hdat/core/output.hpp"
+#include "hdat/core/plot.hpp"
+#include "hdat/core/registry.hpp"
+#include "hdat/core/table.hpp"
+#include "theory/tied_attention/model.hpp"
+#include "validation/tied_attention/harness.hpp"
+
+namespace hdat {
+
+namespace {
+
+namespace fs = std::filesystem;
+using tied::plot_folder;
+
+}  // namespace
+
+void register_tied_attention(Registry& r) {
+  ModelEntry m;
+  m.name = "tied-attention";
+  m.summary = "single-head tied attention S = W W^T/sqrt(pd) trained by ERM: learning curves, spectra, thresholds";
+  m.description =
+      "Tokens x_a ~ N(0, I_d), fields h_ab = (x_a^T S x_b - delta_ab Tr S)/sqrt(d), labels softmax(h0 + noise) "
+      "(seq2lab) from a target S0; n = alpha d^2 samples; ERM with square loss and weight decay lambda|W|^2 = "
+      "d lambda-tilde Tr S. Theory: state evolution with the spectral prior (free convolution of the target "
+      "spectrum with a semicircle); T = 1 is matrix sensing with a closed-form fixed point. curve -> curve.csv "
+      "(+ spectrum.csv with --set spectrum=ALPHA), simulate -> sim.csv, validate -> theory vs finite-d ERM with a "
+      "1/d extrapolation (exit 0 agree, 1 disagree). See docs/tied-attention.md and theory/tied_attention/derivation.md.";
+  m.params = tied::param_set();
+  m.check = tied::check_params;
+  m.commands["curve"] = tied::curve_command;
+  m.commands["simulate"] = tied::simulate_command;
+  m.commands["validate"] = tied::validate_command;
+  m.default_observables = {"test_error", "train_loss", "mse", "rank"};
+  m.plot = [](const fs::path& dir) { plot_folder(dir); };
+  r.add(std::move(m));
+}
+
+}  // namespace hdat
