@@ -44,6 +44,25 @@ std::string last_line(const std::string& text) {
   return "";
 }
 
+// The first column (not an error bar) whose last value is non-finite although an earlier one is finite.
+std::string went_nonfinite(const Table& t) {
+  if (t.rows() < 2) return "";
+  for (const auto& col : t.columns()) {
+    bool error_bar = false;
+    for (const char* suffix : {"_se", "_sd", "_std", "_err"}) {
+      const std::string sfx = suffix;
+      error_bar = error_bar || (col.size() > sfx.size() && col.compare(col.size() - sfx.size(), sfx.size(), sfx) == 0);
+    }
+    if (error_bar) continue;
+    const int c = t.column_index(col);
+    const double* last = std::get_if<double>(&t.row(t.rows() - 1)[static_cast<std::size_t>(c)]);
+    if (!last || std::isfinite(*last)) continue;
+    for (std::size_t r = 0; r + 1 < t.rows(); ++r)
+      if (const double* d = std::get_if<double>(&t.row(r)[static_cast<std::size_t>(c)]); d && std::isfinite(*d)) return col;
+  }
+  return "";
+}
+
 }  // namespace
 
 json Definition::to_json() const {
@@ -160,17 +179,16 @@ json run_point(const Plan& plan, const Point& point, int point_threads) {
       status = exit_code == 3 ? "numerical_failure" : exit_code == 1 && plan.command == "validate" ? "disagree" : "failed";
       reason = fmt::format("exit code {}: {}", exit_code, last_line(out.summary));
     } else {
-      // A run that says it succeeded but ends in non-finite numbers has failed all the same.
+      // A run that says it succeeded but whose numbers went from finite to non-finite has failed all the
+      // same. Columns that are never finite (undefined by design) and error bars (undefined for one
+      // seed) say nothing about the state.
       const std::string main = main_table_name(plan.command, out.tables);
       if (!main.empty()) {
-        const Table& t = out.tables.at(main);
-        if (!t.empty())
-          for (const auto& c : t.row(t.rows() - 1))
-            if (const double* d = std::get_if<double>(&c); d && !std::isfinite(*d)) {
-              status = "nonfinite";
-              reason = fmt::format("non-finite value in the last row of {}", main);
-              break;
-            }
+        const std::string column = went_nonfinite(out.tables.at(main));
+        if (!column.empty()) {
+          status = "nonfinite";
+          reason = fmt::format("{} is non-finite in the last row of {} after finite values", column, main);
+        }
       }
     }
   } catch (const InputError& e) {

@@ -167,3 +167,67 @@ TEST_CASE("plan errors: modes, observables, reserved names") {
   // Defaults come from the model's declaration.
   CHECK(tiny_plan({"H=[1,2]"}).observables.size() == m.default_observables.size());
 }
+
+namespace {
+
+// A toy model whose points fail on demand, to check how each kind of failure is recorded.
+const ModelEntry& toy_model() {
+  static const bool done = [] {
+    ModelEntry e;
+    e.name = "sweep-test-toy";
+    e.params.real("x", 1.0, "slope").choice("behaviour", "ok", {"ok", "nan_end", "nan_always", "throw", "numerical", "exit1", "exit3"},
+                                             "what the command does");
+    e.commands["curve"] = [](const Params& p, RunContext&) {
+      RunOutput out;
+      Table t({"t", "y", "y_se", "undefined"});
+      const std::string b = p.text("behaviour");
+      for (int i = 0; i <= 3; ++i) {
+        const double y = (b == "nan_end" && i == 3) ? std::nan("") : p.real("x") * i;
+        t.add_row({static_cast<double>(i), y, i == 3 ? INFINITY : 0.1, std::nan("")});  // error bar and an always-NaN column
+      }
+      if (b == "throw") throw std::runtime_error("toy exception");
+      if (b == "numerical") throw NumericalError("toy numerical error");
+      out.tables["curve.csv"] = t;
+      out.summary = "toy\n  the reason is on the last line\n";
+      out.exit_code = b == "exit1" ? 1 : b == "exit3" ? 3 : 0;
+      return out;
+    };
+    e.commands["validate"] = e.commands["curve"];
+    e.default_observables = {"final:y"};
+    registry().add(std::move(e));
+    return true;
+  }();
+  (void)done;
+  return registry().get("sweep-test-toy");
+}
+
+}  // namespace
+
+TEST_CASE("each kind of failure gets its status; error bars and never-finite columns do not count as non-finite") {
+  const ModelEntry& m = toy_model();
+  const Params base = resolve_for(m, nullptr, {});
+  const Plan plan = make_plan(m, "curve", base, {"behaviour=[ok,nan_end,nan_always,throw,numerical,exit1,exit3]"}, {});
+  std::vector<Row> rows;
+  const RunCounts c = run_points(plan, scratch("toy"), all_of(plan), quiet_options(2), rows);
+  CHECK(c.computed == 7);
+  CHECK(c.failed == 5);
+  CHECK(rows[0].status == "ok");
+  CHECK(rows[0].values[0] == 3.0);
+  CHECK(rows[1].status == "nonfinite");
+  CHECK(rows[1].reason.find("y is non-finite") != std::string::npos);
+  CHECK(rows[2].status == "ok");  // y_se = inf at the end and an always-NaN column are not a failure
+  CHECK(rows[3].status == "error");
+  CHECK(rows[3].reason == "toy exception");
+  CHECK(rows[4].status == "numerical_failure");
+  CHECK(rows[5].status == "failed");  // exit code 1 of a curve command
+  CHECK(rows[5].reason == "exit code 1: the reason is on the last line");
+  CHECK(rows[6].status == "numerical_failure");
+  for (std::size_t i = 1; i < 7; ++i)
+    if (is_failure(rows[i].status)) CHECK(std::isnan(rows[i].values[0]));
+  // For validate, exit code 1 is a verdict (theory and simulation disagree), not a failure.
+  const Plan vplan = make_plan(m, "validate", base, {"behaviour=[ok,exit1]"}, {});
+  std::vector<Row> vrows;
+  CHECK(run_points(vplan, scratch("toy-validate"), all_of(vplan), quiet_options(1), vrows).failed == 0);
+  CHECK(vrows[1].status == "disagree");
+  CHECK(vrows[1].values[0] == 3.0);
+}

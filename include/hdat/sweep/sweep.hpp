@@ -56,8 +56,8 @@ Plan make_plan(const ModelEntry& model, const std::string& command, const Params
 
 /// Statuses of a finished point. "ok" and "disagree" (a validate run whose verdict is 1) are results;
 /// the others are failures with a reason.
-///   ok, disagree, numerical_failure (exit code 3 or NumericalError), nonfinite (a non-finite number in
-///   the last row of the main table), input_error (the command rejected the point), error (any other
+///   ok, disagree, numerical_failure (exit code 3 or NumericalError), nonfinite (a column of the main
+///   table, not an error bar, whose last value is non-finite after finite ones), input_error (the command rejected the point), error (any other
 ///   exception), failed (any other exit code).
 bool is_failure(const std::string& status);
 
