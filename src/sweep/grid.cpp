@@ -134,7 +134,7 @@ Axis parse_axis(const std::string& text, const ParamSet& set) {
       const double f = n == 1 ? 0.0 : static_cast<double>(i) / static_cast<double>(n - 1);
       // End points exactly as given; log grids interpolate the logarithm.
       double v = i == 0 ? *start : i == n - 1 ? *stop
-                 : a.log ? std::exp(std::log(*start) + f * (std::log(*stop) - std::log(*start)))
+                 : a.log ? *start * std::pow(*stop / *start, f)  // exact for decades: 1:100:3:log gives 10
                          : *start + f * (*stop - *start);
       if (spec->kind == ParamKind::integer) v = std::round(v);
       raw.emplace_back(v);

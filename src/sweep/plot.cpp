@@ -227,8 +227,21 @@ std::vector<fs::path> plot_sweep(const fs::path& dir, const SweepPlotOptions& o)
     plot::Panel p;
     p.xlabel = axis_label(*ax), p.ylabel = labels.size() == 1 ? labels[0] : "value";
     p.logx = ax->log;
-    for (const auto& label : labels)
-      for (const auto& combo : combos) p.series.push_back(series_for(label, combo, combo.empty() ? label : label + ", " + combo));
+    for (const auto& label : labels) {
+      std::vector<plot::Series> lines;
+      for (const auto& combo : combos) lines.push_back(series_for(label, combo, combo.empty() ? label : label + ", " + combo));
+      // An observable that does not depend on the other keys (the Bayes risk against the activation)
+      // is one reference line, not several on top of each other.
+      bool same = true;
+      for (const auto& l : lines) same = same && l.x == lines.front().x && l.y == lines.front().y;
+      if (same && lines.size() > 1) {
+        lines.resize(1);
+        lines.front().label = label;
+        lines.front().style = plot::Style::dashed;
+        lines.front().color = 7;  // grey
+      }
+      for (auto& l : lines) p.series.push_back(std::move(l));
+    }
     auto_logy(p);
     f.panels.push_back(p);
   } else {
@@ -237,7 +250,7 @@ std::vector<fs::path> plot_sweep(const fs::path& dir, const SweepPlotOptions& o)
       p.title = label;
       p.xlabel = axis_label(*ax), p.ylabel = label;
       p.logx = ax->log;
-      for (const auto& combo : combos) p.series.push_back(series_for(label, combo, combo));
+      for (const auto& combo : combos) p.series.push_back(series_for(label, combo, combo.empty() ? label : combo));
       auto_logy(p);
       f.panels.push_back(p);
     }

@@ -61,6 +61,7 @@ TEST_CASE("integer keys: rounded to integers, stored as integers") {
     CHECK(h.values[static_cast<std::size_t>(i)].is_number_integer());
     CHECK(h.values[static_cast<std::size_t>(i)].get<long>() == i + 1);
   }
+  CHECK(parse_axis("eta=1:100:3:log", set()).values[1].get<double>() == 10.0);
   const Axis dims = parse_axis("D=100:10000:5:log", set());
   const long want[] = {100, 316, 1000, 3162, 10000};  // round(100 * 10^(k/2))
   for (int k = 0; k < 5; ++k) CHECK(dims.values[static_cast<std::size_t>(k)].get<long>() == want[k]);

@@ -1,7 +1,7 @@
 // `hdat sweep`: a model command over a grid of parameters (docs/sweep.md).
 //   hdat sweep MODEL --grid key=start:stop:count[:log] | key=[a,b,...] ... [--set k=v]... [--config F]
 //                    [--mode theory|simulate] [--observable SPEC]... [--threads N] [--point-threads K]
-//                    [--shard i/n] [--retry-failed] [--plot [--contour V]...] --out DIR
+//                    [--shard i/n] [--retry-failed] [--plot [--contour V]... [--together]] --out DIR
 //   hdat sweep [MODEL ...] --merge --out DIR        assemble sweep.csv from DIR/points (after --shard jobs)
 //   mpirun -n N hdat sweep ...                      (HDAT_MPI build) ranks split the grid, rank 0 writes
 #include <fmt/format.h>
@@ -31,7 +31,7 @@ struct SweepArgs {
   std::string model, config_file, mode = "theory", out, shard;
   std::vector<std::string> sets, grid, observables;
   int threads = 0, point_threads = 1;
-  bool quiet = false, merge = false, retry_failed = false, plot = false;
+  bool quiet = false, merge = false, retry_failed = false, plot = false, together = false;
   std::vector<double> contours;
 };
 
@@ -83,6 +83,7 @@ std::string counts_line(const sweep::Plan& plan, const std::vector<sweep::Row>& 
 sweep::SweepPlotOptions plot_options(const SweepArgs& a) {
   sweep::SweepPlotOptions o;
   o.contours = a.contours;
+  o.together = a.together;
   return o;
 }
 
@@ -236,6 +237,7 @@ ExtraCommand sweep_command(CLI::App& app) {
   sub->add_flag("--retry-failed", args.retry_failed, "recompute points whose stored status is a failure");
   sub->add_flag("--plot", args.plot, "draw the figures at the end (as hdat plot DIR)");
   sub->add_option("--contour", args.contours, "with --plot: contour levels on heat maps")->allow_extra_args(false);
+  sub->add_flag("--together", args.together, "with --plot: line plots draw every observable in one panel");
   sub->add_flag("--quiet", args.quiet, "no progress line");
   return {sub, [] { return run_sweep(args); }};
 }
