@@ -263,15 +263,27 @@ Linearisation linearise(const OrderParameterFlow& flow, const Eigen::MatrixXd& M
   return lin;
 }
 
-double GrowthAlongPlateau::escape_time(double D, double D_anchor, double t_anchor) const {
-  auto interp = [](const std::vector<double>& x, const std::vector<double>& y, double v) {
-    for (std::size_t i = 1; i < x.size(); ++i)
-      if ((x[i - 1] <= v && v <= x[i]) || (x[i - 1] >= v && v >= x[i]))
-        return x[i] == x[i - 1] ? y[i] : y[i - 1] + (y[i] - y[i - 1]) * (v - x[i - 1]) / (x[i] - x[i - 1]);
-    return std::nan("");
-  };
-  const double L_anchor = interp(t, Lambda, t_anchor);
-  return interp(Lambda, t, L_anchor + 0.5 * std::log(D / D_anchor));
+namespace {
+double interpolate(const std::vector<double>& x, const std::vector<double>& y, double v) {
+  for (std::size_t i = 1; i < x.size(); ++i)
+    if ((x[i - 1] <= v && v <= x[i]) || (x[i - 1] >= v && v >= x[i]))
+      return x[i] == x[i - 1] ? y[i] : y[i - 1] + (y[i] - y[i - 1]) * (v - x[i - 1]) / (x[i] - x[i - 1]);
+  return std::nan("");
+}
+}  // namespace
+
+double GrowthAlongPlateau::Lambda_at(double time) const { return interpolate(t, Lambda, time); }
+
+double GrowthAlongPlateau::escape_time(double D, double c) const { return interpolate(Lambda, t, c + 0.5 * std::log(D)); }
+
+double GrowthAlongPlateau::fit_constant(const std::vector<double>& D, const std::vector<double>& t_escape) const {
+  double acc = 0;
+  int n = 0;
+  for (std::size_t i = 0; i < D.size(); ++i) {
+    const double L = Lambda_at(t_escape[i]);
+    if (std::isfinite(L)) acc += L - 0.5 * std::log(D[i]), ++n;
+  }
+  return n ? acc / n : std::nan("");
 }
 
 double head_difference_rate(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) {

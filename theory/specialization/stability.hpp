@@ -86,8 +86,11 @@ Linearisation linearise(const OrderParameterFlow& flow, const Eigen::MatrixXd& M
 /// 1/(2 λ(t_esc)), which tends to 1/(2 λ_max) only once the flow sits on the fixed point.
 struct GrowthAlongPlateau {
   std::vector<double> t, lambda, Lambda;
-  /// t with Λ(t) = Λ(t_anchor) + ½ log(D / D_anchor) (linear interpolation; NaN beyond the grid).
-  double escape_time(double D, double D_anchor, double t_anchor) const;
+  /// t with Λ(t) = c + ½ log D (linear interpolation; NaN beyond the grid).
+  double escape_time(double D, double c) const;
+  /// The constant c that best fits measured escape times (least squares in Λ): mean of Λ(t_i) − ½ log D_i.
+  double fit_constant(const std::vector<double>& D, const std::vector<double>& t_escape) const;
+  double Lambda_at(double t) const;
 };
 GrowthAlongPlateau growth_along_plateau(const OrderParameterFlow& flow, double t_max, int points);
 

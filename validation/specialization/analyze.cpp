@@ -214,12 +214,24 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
     return sxy / sxx;
   };
   const double t0_th = intercept(th_esc), t0_sim = intercept(sim_mean);
-  // The refined prediction: Λ(t_esc) = Λ(t_anchor) + ½ log(D/D_anchor), anchored at the smallest D.
+  // The refined prediction: Λ(t_esc) = c + ½ log D, one constant c fitted to each set of escape times.
   const GrowthAlongPlateau growth = growth_along_plateau(flow, times.back(), 60);
+  std::vector<double> Dv;
+  for (double l : logD) Dv.push_back(std::exp(l));
+  const double c_th = growth.fit_constant(Dv, th_esc), c_sim = growth.fit_constant(Dv, sim_mean);
   auto anchored = [&](const std::vector<double>& y, std::size_t i) {
-    for (std::size_t a = 0; a < y.size(); ++a)
-      if (std::isfinite(y[a])) return growth.escape_time(std::exp(logD[i]), std::exp(logD[a]), y[a]);
-    return std::nan("");
+    return growth.escape_time(Dv[i], &y == &th_esc ? c_th : c_sim);
+  };
+  // Predicted local slope dt_esc/dlog D = 1/(2 λ(t_esc)) at the measured escape times.
+  auto local_slope = [&](const std::vector<double>& y) {
+    std::vector<double> out;
+    for (double t : y) {
+      double lam_t = std::nan("");
+      for (std::size_t k = 1; k < growth.t.size(); ++k)
+        if (growth.t[k - 1] <= t && t <= growth.t[k]) lam_t = growth.lambda[k - 1] + (growth.lambda[k] - growth.lambda[k - 1]) * (t - growth.t[k - 1]) / (growth.t[k] - growth.t[k - 1]);
+      out.push_back(lam_t > 0 ? 0.5 / lam_t : std::nan(""));
+    }
+    return out;
   };
   for (std::size_t i = 0; i < th_esc.size(); ++i)
     esc.add_row({std::exp(logD[i]), logD[i], th_esc[i], sim_mean[i], sim_se[i], static_cast<double>(escaped_counts[i]),
@@ -237,7 +249,13 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
                         {"simulation_slope_fit", num(free_slope(sim_mean))},
                         {"predicted_slope", num(slope)},
                         {"t0_theory", num(t0_th)},
-                        {"t0_simulation", num(t0_sim)}};
+                        {"t0_simulation", num(t0_sim)},
+                        {"along_plateau_constant_theory", num(c_th)},
+                        {"along_plateau_constant_simulation", num(c_sim)},
+                        {"local_slope_theory", local_slope(th_esc)},
+                        {"local_slope_simulation", local_slope(sim_mean)}};
+  for (const char* k : {"local_slope_theory", "local_slope_simulation"})
+    for (auto& x : st["escape_times"][k]) if (x.is_number() && !std::isfinite(x.get<double>())) x = nullptr;
   for (auto& x : st["escape_times"]["theory"]) if (x.is_number() && !std::isfinite(x.get<double>())) x = nullptr;
   for (auto& x : st["escape_times"]["simulation_mean"]) if (x.is_number() && !std::isfinite(x.get<double>())) x = nullptr;
   for (auto& x : st["escape_times"]["simulation_se"]) if (x.is_number() && !std::isfinite(x.get<double>())) x = nullptr;

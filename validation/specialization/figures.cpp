@@ -191,6 +191,56 @@ void plot_validate(const fs::path& dir, const nlohmann::json& run) {
   plot::render(g, dir / "validate_scaling");
 }
 
+void plot_stability(const fs::path& dir) {
+  const Table sp = Table::read_csv_file((dir / "spectrum.csv").string());
+  const nlohmann::json st = nlohmann::json::parse(read_file(dir / "stability.json"));
+  plot::Figure f;
+  f.title = "linear stability of the unspecialized phase";
+  f.columns = 3;
+  plot::Panel spec{"Jacobian spectrum at the fixed point", "Re eigenvalue", "Im eigenvalue", false, false, {}, {}, {}, {}};
+  plot::Series sym{"symmetric", {}, {}, {}, plot::Style::points, 0}, hd{"head-difference", {}, {}, {}, plot::Style::points, 1};
+  for (std::size_t r = 0; r < sp.rows(); ++r) {
+    plot::Series& s = sp.text(r, "kind") == "symmetric" ? sym : hd;
+    s.x.push_back(sp.number(r, "re"));
+    s.y.push_back(sp.number(r, "im"));
+  }
+  spec.series = {sym, hd};
+  f.panels.push_back(spec);
+  if (fs::exists(dir / "escape.csv")) {
+    const Table e = Table::read_csv_file((dir / "escape.csv").string());
+    plot::Panel esc{"plateau escape time", "log D", "t_escape", false, false, {}, {}, {}, {}};
+    plot::Series th{"D=inf flow from D's initial overlaps", {}, {}, {}, plot::Style::points, 0};
+    plot::Series sim{"online SGD (seed mean, SE)", {}, {}, {}, plot::Style::errorbars, 1};
+    plot::Series asym{"t0 + log D / (2 lambda_max)", {}, {}, {}, plot::Style::dashed, 0};
+    plot::Series pth{"growth along the plateau (anchored)", {}, {}, {}, plot::Style::lines, 0};
+    plot::Series psim{"", {}, {}, {}, plot::Style::lines, 1};
+    for (std::size_t r = 0; r < e.rows(); ++r) {
+      const double x = e.number(r, "log_D");
+      th.x.push_back(x), th.y.push_back(e.number(r, "theory_escape"));
+      asym.x.push_back(x), asym.y.push_back(e.number(r, "asymptotic_theory"));
+      pth.x.push_back(x), pth.y.push_back(e.number(r, "along_plateau_theory"));
+      if (std::isfinite(e.number(r, "sim_escape_mean"))) {
+        sim.x.push_back(x), sim.y.push_back(e.number(r, "sim_escape_mean"));
+        sim.yerr.push_back(std::isfinite(e.number(r, "sim_escape_se")) ? e.number(r, "sim_escape_se") : 0.0);
+        psim.x.push_back(x), psim.y.push_back(e.number(r, "along_plateau_sim"));
+      }
+    }
+    esc.series = {th, asym, pth};
+    if (!sim.x.empty()) esc.series.push_back(sim), esc.series.push_back(psim);
+    f.panels.push_back(esc);
+  }
+  if (fs::exists(dir / "growth.csv")) {
+    const Table g = Table::read_csv_file((dir / "growth.csv").string());
+    plot::Panel gp{"head-difference growth rate along the symmetric flow", "t", "lambda(t)", false, false, {}, {}, {}, {}};
+    plot::Series s{"lambda(t)", {}, {}, {}, plot::Style::lines, 1};
+    for (std::size_t r = 0; r < g.rows(); ++r) s.x.push_back(g.number(r, "t")), s.y.push_back(g.number(r, "lambda"));
+    gp.series.push_back(s);
+    if (st["lambda_max"].is_number()) gp.hlines.push_back({st["lambda_max"].get<double>(), "lambda_max at the fixed point"});
+    f.panels.push_back(gp);
+  }
+  plot::render(f, dir / "stability");
+}
+
 }  // namespace
 
 void plot_specialization(const fs::path& dir) {
@@ -199,6 +249,7 @@ void plot_specialization(const fs::path& dir) {
   if (command == "curve") plot_curve(dir, run, "curve.csv", false);
   else if (command == "simulate") plot_curve(dir, run, "sim.csv", true);
   else if (command == "validate") plot_validate(dir, run);
+  else if (command == "analyze") plot_stability(dir);
 }
 
 }  // namespace hdat::specialization
