@@ -14,7 +14,7 @@ args=(sweep specialization "${extra[@]}" --grid "activation=[softmax,softmax1,ba
       --observable final:risk --quiet)
 rate() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(f\"{r['this_run']['computed']} points in {r['wall_seconds']:.2f} s: {r['throughput_points_per_second']:.3f} points/s\")" "$1/run.json"; }
 cores=$(nproc)
-for t in 1 2 $cores; do
+for t in $(printf '%s\n' 1 2 "$cores" | sort -nu); do
   [ "$t" -gt "$cores" ] && continue
   "$hdat" "${args[@]}" --threads "$t" --out "$tmp/threads$t" >/dev/null
   echo "threads $t: $(rate "$tmp/threads$t")"

@@ -233,7 +233,9 @@ double evaluate(const Observable& o, const std::string& command, const std::map<
       f.kind = Observable::Kind::final;
       return reduce(f, it->second);
     }
-    return info_value(info, o.column);
+    const double v = info_value(info, o.column);
+    // Models may gather their scalar results in info.observables (the sinks model does).
+    return std::isnan(v) && info.contains("observables") ? info_value(info["observables"], o.column) : v;
   }
   if (it == tables.end()) return kNaN;
   return reduce(o, it->second);

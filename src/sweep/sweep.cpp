@@ -320,7 +320,9 @@ RunCounts run_points(const Plan& plan, const fs::path& dir, const std::vector<st
     }
   };
   if (threads == 1) {
+    const int omp_before = omp_get_max_threads();
     worker();
+    omp_set_num_threads(omp_before);  // the worker ran on the caller's thread
   } else {
     std::vector<std::thread> pool;
     for (int i = 0; i < threads; ++i) pool.emplace_back(worker);

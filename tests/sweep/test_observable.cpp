@@ -25,7 +25,8 @@ const nlohmann::json info = {{"events", {{"plateau_end", 4.5}, {"never", nullptr
                              {"final", {{"M", {{0.1, 0.2}, {0.3, 0.4}}}}},
                              {"bayes_risk", 0.25},
                              {"agree", true},
-                             {"dotted.key", 7.0}};
+                             {"dotted.key", 7.0},
+                             {"observables", {{"sink_share", 0.5}}}};
 
 double ev(const std::string& spec) { return evaluate(parse_observable(spec), "curve", tables(), info); }
 
@@ -61,6 +62,7 @@ TEST_CASE("info paths, other tables, bare names") {
   CHECK(std::isnan(ev("table:absent.csv:last:risk")));
   CHECK(ev("y") == -3.0);           // a column of the main table: its final value
   CHECK(ev("bayes_risk") == 0.25);  // otherwise a key of info
+  CHECK(ev("sink_share") == 0.5);  // then info.observables
   CHECK(std::isnan(ev("nowhere")));
   // The main table follows the command.
   CHECK(main_table_name("curve", tables()) == "curve.csv");

@@ -7,7 +7,8 @@
 //   cross:COL:V                first first-column value at which COL crosses V (interpolated; NaN if never)
 //   info:a.b.c                 a number in the command's info (run.json); list entries by index (info:final.M.0.1)
 //   table:NAME:REDUCTION       one of the above reductions on another table, e.g. table:prune.csv:last:risk
-//   NAME                       shorthand: final:NAME when the main table has that column, else info:NAME
+//   NAME                       shorthand: final:NAME when the main table has that column, else info:NAME,
+//                              else info:observables.NAME
 // An optional "label=" prefix names the sweep.csv column; otherwise the column is named after the spec
 // (final:risk -> final_risk, info:events.plateau_end -> events.plateau_end, at:10:risk -> risk_at_10).
 // A missing column, key or out-of-range request gives NaN (the row keeps its status).
