@@ -45,13 +45,13 @@ TEST_CASE("malformed grids and bad values: exit code 2, one message naming the k
   };
   const Case cases[] = {
       {"--grid H=1:4", "H"},
-      {"--grid eta=[0.5,-1]", "eta"},
+      {"--grid 'eta=[0.5,-1]'", "eta"},
       {"--grid Hx=1:2:2", "Hx"},
-      {"--grid F=[2,3]", "prior.mean"},       // the model's own check, at the grid point F=3
-      {"--grid H=[1,2] --observable median:risk", "--observable"},
-      {"--grid H=[1,2] --mode no-such-command", "--mode"},
-      {"--grid H=[1,2] --shard 2/2", "--shard"},
-      {"--grid H=[1,2] --set eta=-1", "eta"},
+      {"--grid 'F=[2,3]'", "prior.mean"},       // the model's own check, at the grid point F=3
+      {"--grid 'H=[1,2]' --observable median:risk", "--observable"},
+      {"--grid 'H=[1,2]' --mode no-such-command", "--mode"},
+      {"--grid 'H=[1,2]' --shard 2/2", "--shard"},
+      {"--grid 'H=[1,2]' --set eta=-1", "eta"},
       {"", "--grid"},
   };
   for (const auto& c : cases) {
@@ -65,7 +65,7 @@ TEST_CASE("malformed grids and bad values: exit code 2, one message naming the k
 }
 
 TEST_CASE("an interrupted sweep (SIGTERM, then SIGKILL) resumes and recomputes only the missing points") {
-  const std::string grid = "--grid prior.scale=0.25:2:8 --grid H=[1,2]";  // 16 points
+  const std::string grid = "--grid prior.scale=0.25:2:8 --grid 'H=[1,2]'";  // 16 points
   const fs::path ref = scratch("kill-ref"), dir = scratch("kill");
   const auto r0 = clitest::run("sweep specialization " + kSlow + " " + grid + " --threads 2 --quiet --out '" + ref.string() + "'");
   REQUIRE(r0.code == 0);
@@ -106,7 +106,7 @@ TEST_CASE("an interrupted sweep (SIGTERM, then SIGKILL) resumes and recomputes o
 }
 
 TEST_CASE("threads and shards give the same sweep.csv; --merge assembles the shards") {
-  const std::string grid = "--grid prior.scale=0.5:2:4 --grid activation=[softmax,softmax1,bayes]";
+  const std::string grid = "--grid prior.scale=0.5:2:4 --grid 'activation=[softmax,softmax1,bayes]'";
   const fs::path one = scratch("threads1"), two = scratch("threads2"), sh = scratch("shards");
   REQUIRE(clitest::run("sweep specialization " + kTiny + " " + grid + " --threads 1 --out '" + one.string() + "'").code == 0);
   REQUIRE(clitest::run("sweep specialization " + kTiny + " " + grid + " --threads 2 --out '" + two.string() + "'").code == 0);
@@ -129,7 +129,7 @@ TEST_CASE("threads and shards give the same sweep.csv; --merge assembles the sha
 TEST_CASE("a failing point is recorded and the rest of the sweep finishes") {
   const fs::path dir = scratch("fail");
   // rtol = atol = 1e-300 cannot be met: the step size underflows and the curve command exits 3.
-  const auto r = clitest::run("sweep specialization " + kTiny + " --set atol=1e-300 --grid rtol=[1e-6,1e-300] --grid prior.scale=[0.5,1] --out '" +
+  const auto r = clitest::run("sweep specialization " + kTiny + " --set atol=1e-300 --grid 'rtol=[1e-6,1e-300]' --grid 'prior.scale=[0.5,1]' --out '" +
                               dir.string() + "'");
   CHECK(r.code == 0);
   const hdat::Table t = hdat::Table::read_csv_file((dir / "sweep.csv").string());

@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 
 TEST_CASE("2 MPI ranks give the same sweep.csv as threads") {
   const std::string args = "sweep specialization --set mc_samples=512 --set t_max=5 --set n_points=5 "
-                           "--grid prior.scale=0.5:2:4 --grid activation=[softmax,bayes] --grid H=[1,2] --quiet --out ";
+                           "--grid prior.scale=0.5:2:4 --grid 'activation=[softmax,bayes]' --grid 'H=[1,2]' --quiet --out ";
   const fs::path threads = scratch("mpi-threads"), ranks = scratch("mpi-ranks");
   REQUIRE(clitest::run(args + "'" + threads.string() + "' --threads 2").code == 0);
   // Root in containers needs --allow-run-as-root; two ranks on a small machine need --oversubscribe.
