@@ -34,7 +34,7 @@ const ParamSet& param_set() {
         .int_list("dims", nullptr, "dimensions for validate's finite-size trend (unset: T = 1 [40, 60, 80], T >= 2 [40, 60, 80])",
                   Range::between(4, 4096))
         .real("quad_tol", 1e-11, "relative tolerance of the spectral quadratures", Range::open_between(0, 1e-2))
-        .integer("mc_samples", 65536, "Gaussian samples of the softmax-channel expectations (T >= 2)", Range::between(256, 1 << 24))
+        .integer("mc_samples", 32768, "Gaussian samples of the softmax-channel expectations (T >= 2)", Range::between(256, 1 << 24))
         .choice("sampling", "sobol", {"sobol", "mc"}, "samples of the softmax channel: randomised Sobol (QMC) or Monte Carlo")
         .integer("mc_seed", 1, "seed of the theory's sample set (common random numbers)", Range::at_least(0))
         .real("damping", 0.5, "damping of the fixed-point iteration (T >= 2)", Range::open_between(0, 1))
@@ -46,6 +46,9 @@ const ParamSet& param_set() {
         .real("z_crit", 3.0, "validate: allowed deviation in standard errors of the d -> infinity extrapolation", Range::positive())
         .real("rel_floor", 0.01, "validate: tolerance floor relative to the theory value (model error of the 1/d fit)",
               Range::nonnegative())
+        .real("check_sample_perturbation", 1.0,
+              "multiplies the d_q M term of the sample side (softmax channel; 1 = correct); validate must then disagree",
+              Range::positive())
         .real("check_perturbation", 1.0,
               "multiplies the d_delta J term of the theory (1 = the correct equations); validate must then disagree: "
               "the check of the check", Range::positive());
