@@ -125,6 +125,10 @@ const ParamSet& parameters() {
               Range::nonnegative())
         .real("t_compare", -1.0,
               "validate: compare trajectories up to this time (-1: up to the first plateau escape of the simulation, or t_max)")
+        .integer("theory_replicas", 4,
+                 "validate: the theory is integrated on this many independent sample sets; their spread is the theory's "
+                 "Monte Carlo error",
+                 Range::between(1, 64))
         .integer("drift_samples", 4000, "validate mode=drift: independent one-step increments per configuration", Range::at_least(10))
         .real_list("drift_times", json::array({0.0, 5.0, 20.0}), "validate mode=drift: times along a simulation at which drifts are checked",
                    Range::nonnegative())

@@ -20,7 +20,7 @@ std::string config_hash(const Params& p, int D) {
   // Keys that do not change a simulation's trajectory are left out, so that validate and simulate
   // share finished seeds.
   nlohmann::json j = p.flat();
-  for (const char* k : {"dims", "mode", "tolerance", "rel_tolerance", "t_compare", "drift_samples", "drift_times", "mc_samples",
+  for (const char* k : {"dims", "mode", "tolerance", "rel_tolerance", "t_compare", "drift_samples", "drift_times", "mc_samples", "theory_replicas", "t_relax", "compare", "stages",
                         "sampling", "rtol", "atol", "stepper", "prune", "split_threshold", "broken_term", "seeds", "M0", "R0",
                         "asymmetry"})
     j.erase(k);

@@ -65,6 +65,7 @@ RunOutput validate_trajectory(const Params& p, RunContext& ctx) {
     long D;
     Ensemble ens;
     Trajectory th;
+    Table th_se;
     double t_cmp, esc_mean, esc_se;
     int escaped;
   };
@@ -91,8 +92,36 @@ RunOutput validate_trajectory(const Params& p, RunContext& ctx) {
       for (int f = 0; f < s.F; ++f) M0(h, f) = ens.mean.number(0, fmt::format("M_{}_{}", h, f));
       for (int k = h; k < s.H; ++k) R0(h, k) = R0(k, h) = ens.mean.number(0, fmt::format("R_{}_{}", h, k));
     }
-    const OrderParameterFlow flow(s, flow_options(p, ctx.threads));
-    Trajectory th = integrate_flow(flow, M0, R0, times, integrate_options(p, layout));
+    // The theory on `theory_replicas` independent sample sets: their mean is compared, and the
+    // standard error of that mean is the theory's own Monte Carlo error (it does not shrink with D).
+    const int reps = static_cast<int>(p.integer("theory_replicas"));
+    std::vector<Trajectory> ths;
+    for (int k = 0; k < reps; ++k) {
+      FlowOptions fo = flow_options(p, ctx.threads);
+      fo.seed += static_cast<std::uint64_t>(k) * 7919;
+      const OrderParameterFlow flow(s, fo);
+      ths.push_back(integrate_flow(flow, M0, R0, times, integrate_options(p, layout)));
+    }
+    Trajectory th = ths.front();
+    std::size_t rows_all = th.table.rows();
+    for (const auto& x : ths) {
+      rows_all = std::min(rows_all, x.table.rows());
+      if (!x.solver.ok()) th.solver = x.solver;
+    }
+    Table th_mean(th.table.columns()), th_se(th.table.columns());
+    for (std::size_t r = 0; r < rows_all; ++r) {
+      std::vector<double> mrow, srow;
+      for (const auto& col : th.table.columns()) {
+        double m = 0, v = 0;
+        for (const auto& x : ths) m += x.table.number(r, col) / reps;
+        for (const auto& x : ths) v += std::pow(x.table.number(r, col) - m, 2);
+        mrow.push_back(m);
+        srow.push_back(reps > 1 ? std::sqrt(v / (reps - 1.0) / reps) : 0.0);
+      }
+      th_mean.add_row(mrow);
+      th_se.add_row(srow);
+    }
+    th.table = th_mean;
     // The comparison window: up to the first plateau escape among the seeds (unless t_compare is set).
     double t_cmp = p.real("t_compare"), esc_mean = NAN, esc_se = NAN, s1 = 0, s2 = 0, first = INFINITY;
     int escaped = 0;
@@ -103,7 +132,7 @@ RunOutput validate_trajectory(const Params& p, RunContext& ctx) {
       esc_se = escaped > 1 ? std::sqrt(std::max(0.0, (s2 / escaped - esc_mean * esc_mean) / (escaped - 1)) / escaped) : NAN;
     }
     if (t_cmp < 0) t_cmp = escaped ? first : times.back();
-    runs.push_back({D, std::move(ens), std::move(th), t_cmp, esc_mean, esc_se, escaped});
+    runs.push_back({D, std::move(ens), std::move(th), std::move(th_se), t_cmp, esc_mean, esc_se, escaped});
   }
   // The finite-size gap is measured on the window common to every D, so that the fitted exponent
   // compares like with like.
@@ -140,7 +169,7 @@ RunOutput validate_trajectory(const Params& p, RunContext& ctx) {
       for (const auto& q : quantities) {
         const double vt = th.table.number(r, q), vs = ens.mean.number(r, q);
         const double se_s = ens.mean.number(r, q == "risk" ? "risk_se" : q + "_se");
-        const double se_t = q == "risk" ? th.table.number(r, "risk_se") : 0.0;
+        const double se_t = run.th_se.number(r, q);
         const double se = std::sqrt(se_s * se_s + se_t * se_t);
         const double dev = vt - vs;
         const double allowed = tol * se + rel * scale[block_of(q)];
