@@ -217,8 +217,11 @@ RunOutput curve_command(const Params& p, RunContext& ctx) {
     summary += "\n";
   }
   out.info["theory"]["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!tr.solver.ok()) {
-    out.exit_code = interrupted() ? 130 : 3;
+  if (interrupted()) {
+    out.exit_code = 130;
+    summary += fmt::format("  INTERRUPTED at t = {:.6g} (the rows computed before are kept)\n", tr.solver.t_reached);
+  } else if (!tr.solver.ok()) {
+    out.exit_code = 3;
     summary += "  STOPPED: " + tr.solver.message + " (the rows computed before are kept)\n";
   }
   out.summary = summary;
