@@ -5,8 +5,10 @@
 #include <functional>
 #include <memory>
 
+#include "theory/tied_attention/fixed_point.hpp"
 #include "theory/tied_attention/linear_t1.hpp"
 #include "theory/tied_attention/thresholds.hpp"
+#include "validation/tied_attention/attention_erm.hpp"
 #include "validation/tied_attention/sensing.hpp"
 
 using namespace hdat::tied;
@@ -96,6 +98,47 @@ int main() {
       fmt::print("factorised L-BFGS {:6.2f} s, {} evaluations", f.wall_seconds, f.gradient_evaluations);
     }
     fmt::print("\n");
+  }
+  fmt::print("\n# T = 2 softmax channel (seq2lab, beta = beta0 = 1, Delta = 0, lambda = 0.1), 2 threads\n");
+  for (long ns : {8192L, 16384L, 32768L}) {
+    PriorSide prior;
+    prior.target = wishart;
+    prior.lambda = 0.1;
+    SampleSideOptions so;
+    so.samples = ns;
+    so.threads = 2;
+    auto ss = std::make_shared<SampleSide>(2, Channel::softmax, 1.0, 1.0, 1.5, 0.0, so);
+    GeneralSolver g(prior, ss, 1.5);
+    std::vector<double> alphas;
+    for (int i = 0; i < 20; ++i) alphas.push_back(0.02 + 0.02 * i);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto c = g.curve(alphas);
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double worst = 0;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      worst = std::max({worst, g.errors()[i].m / std::max(1e-12, std::fabs(c[i].m)), g.errors()[i].q / c[i].q});
+    fmt::print("{:6d} RQMC points: 20-point curve {:6.2f} s ({:.2f} s per fixed point incl. error bars, {} passes, "
+               "{:.2f} Newton steps per prox); largest relative s.e. of m, q: {:.2e}\n",
+               ns, t, t / 20, g.summary().sample_evaluations, g.summary().mean_prox_iterations, worst);
+  }
+  fmt::print("\n# T = 2 attention ERM (alpha = 0.2, single thread)\n");
+  for (int d : {50, 100}) {
+    AttentionSpec sp;
+    sp.teacher.d = d;
+    sp.T = 2;
+    auto eng = hdat::rng::engine(1, 0, hdat::rng::teacher);
+    const Eigen::MatrixXd S0 = sample_teacher(sp.teacher, eng);
+    const AttentionData tr = make_attention_data(sp, S0, std::lround(0.2 * d * d), 1, 0, hdat::rng::training_data);
+    const AttentionData te = make_attention_data(sp, S0, 20000, 1, 0, hdat::rng::test_set);
+    Eigen::MatrixXd G;
+    const double tg = time_per_call([&] { attention_loss(tr, S0, &G); }, 0.3);
+    ErmOptions o;
+    o.tol = 1e-9;
+    const AttentionResult rf = train_attention(tr, te, "factorized", 0.1, o);
+    const AttentionResult rc = train_attention(tr, te, "convex", 0.1, o);
+    fmt::print("d = {:3d}, n = {:5d}: loss+gradient {:6.2f} ms ({:6.1f} /s); factorised L-BFGS {:5.2f} s ({} evaluations), "
+               "convex {:5.2f} s ({} iterations)\n", d, tr.n(), 1e3 * tg, 1 / tg, rf.wall_seconds, rf.gradient_evaluations,
+               rc.wall_seconds, rc.iterations);
   }
   return 0;
 }

@@ -27,8 +27,12 @@ struct SampleSideOptions {
   std::uint64_t seed = 1;
   int threads = 0;           ///< 0: OpenMP default
   ProxOptions prox;
-  bool multistart = true;    ///< second start from the label-matching point where the prox may be non-convex
+  /// Second start from the label-matching logits where the prox may be non-convex (1/(2Σ) < 5β²).
+  /// Probed on every 16th sample; once a probe finds a lower minimum, applied to every sample.
+  bool multistart = true;
   bool warm_start = true;    ///< reuse each sample's previous minimiser
+  /// Linear channel: use the closed form (Gaussian expectations in closed form, no sampling).
+  bool exact_linear = true;
   /// For tests that must see a comparison fail: multiplies ∂_q M (hence Σ̂). 1 = correct.
   double broken_dq_factor = 1.0;
 };
@@ -63,6 +67,7 @@ class SampleSide {
   GaussianSampleSet set_;
   std::vector<double> warm_;  ///< K values per sample
   bool warm_valid_ = false;
+  bool multistart_all_ = false;  ///< a probe found a better second minimum: multistart every sample
 };
 
 }  // namespace hdat::tied

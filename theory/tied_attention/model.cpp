@@ -30,6 +30,10 @@ const ParamSet& param_set() {
                 "symmetric S with Frobenius penalty")
         .choice("channel", "auto", {"auto", "linear", "softmax"},
                 "theory channel: auto (T = 1 linear, else softmax) | linear (every field a linear measurement)")
+        .boolean("bayes", true, "curve: add the Bayes-optimal matrix error (bayes_mse; slow for large finite-d spectra)")
+        .real_list("lambda_grid", nullptr,
+                   "curve/simulate: compare factorised (trace) and direct (Frobenius) training, each at the best "
+                   "lambda of this grid (theory: lowest test error; simulation: held-out validation)", Range::positive())
         .real("spectrum", nullptr, "write spectrum.csv of the learned S at this alpha (curve)", Range::positive())
         .int_list("dims", nullptr, "dimensions for validate's finite-size trend (unset: T = 1 [40, 60, 80], T >= 2 [40, 60, 80])",
                   Range::between(4, 4096))

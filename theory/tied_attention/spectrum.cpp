@@ -79,4 +79,45 @@ LearnedSpectrum learned_spectrum(const SpectralLaw& law, double t, double eta, d
   return s;
 }
 
+ErrorDecomposition decompose_error(const SpectralLaw& law, double t, double eta, double m_total) {
+  ErrorDecomposition e;
+  const auto* sub = dynamic_cast<const SubordinatedLaw*>(&law);
+  if (!sub || !sub->target().discrete()) return e;
+  const auto& s = sub->target().values();
+  const auto& w = sub->target().weights();
+  const double delta = law.delta();
+  for (double x : s) e.K_delta += x > delta ? 1 : 0;
+  const LearnedSpectrum ls = learned_spectrum(law, t, eta, 1.0, 4);
+  double learned_q0 = 0, m_out = 0;
+  for (const Outlier& o : ls.outliers) {
+    if (o.target_eigenvalue == 0) continue;
+    ++e.outliers;
+    const double sh = o.position, st = o.target_eigenvalue;
+    e.E_approx += o.mass * ((sh - st) * (sh - st) + 2 * sh * delta * delta / st);
+    learned_q0 += o.mass * st * st;
+    m_out += o.mass * sh * st * (1 - delta * delta / (st * st));
+  }
+  double q0 = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) q0 += w[i] * s[i] * s[i];
+  e.bulk_overlap = m_total - m_out;
+  e.E_under = q0 - learned_q0 - 2 * e.bulk_overlap;
+  // Bulk: η² ∫ (x − t)₊² over the pieces that are not outliers.
+  const auto masses = law.piece_masses();
+  const double cut = 1.5 * *std::max_element(w.begin(), w.end());
+  QuadratureOptions opt;
+  opt.rel_tol = 1e-9;
+  for (int k = 0; k < law.pieces(); ++k) {
+    const Interval& iv = law.support()[static_cast<std::size_t>(k)];
+    if (iv.hi <= t || masses[static_cast<std::size_t>(k)] < cut) continue;
+    const double th0 = iv.lo < t ? law.theta_of(k, t) : 0.0;
+    auto f = [&](double theta) {
+      const SpectralPoint p = law.at(k, theta);
+      return QVec<1>::Constant((p.x - t) * (p.x - t) * p.rho * p.jacobian);
+    };
+    e.E_over += eta * eta * integrate_gk<1>(f, th0, M_PI, opt)(0);
+  }
+  e.E_sum = e.E_over + e.E_under + e.E_approx;
+  return e;
+}
+
 }  // namespace hdat::tied

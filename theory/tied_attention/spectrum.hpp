@@ -35,4 +35,20 @@ double learned_density(const SpectralLaw& law, double t, double eta, double x);
 LearnedSpectrum learned_spectrum(const SpectralLaw& law, double t, double eta, double kappa, int points = 200,
                                  double outlier_mass = -1);
 
+/// Error decomposition along the learned spectrum (derivation.md §9), for a discrete target:
+///  - approximation: per learned outlier (isolated piece above t, one target eigenvalue s),
+///    |ŝ v vᵀ − s u uᵀ|² = (ŝ − s)² + 2 ŝ δ²/s  (overlap ⟨u, v⟩² = 1 − δ²/s²), times its mass;
+///  - underfitting: the energy of the target eigenvalues without a learned outlier, Σ w_i s_i², minus
+///    twice what the bulk recovers of them, 2 m_bulk = 2 (m − m_outliers), m = Tr Ŝ S0/d from the
+///    fixed point and m_outliers = Σ ŝ s (1 − δ²/s²) (spike overlaps);
+///  - overfitting: the bulk of Ŝ, η² ∫_bulk (x − t)₊² dμ_δ.
+/// The sum equals the MSE up to the spike-formula approximation of the outliers' overlaps.
+struct ErrorDecomposition {
+  int outliers = 0;   ///< learned outliers
+  int K_delta = 0;    ///< #{i : s_i > δ}
+  double E_over = 0, E_under = 0, E_approx = 0, E_sum = 0;
+  double bulk_overlap = 0;  ///< m_bulk
+};
+ErrorDecomposition decompose_error(const SpectralLaw& law, double t, double eta, double m_total);
+
 }  // namespace hdat::tied

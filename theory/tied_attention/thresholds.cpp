@@ -124,8 +124,10 @@ std::vector<BayesPoint> bayes_optimal_curve(const std::shared_ptr<const TargetLa
   const double noise_eff = (T == 1) ? noise : 0.0;
   std::vector<BayesPoint> out;
   // mmse(v) on a log grid of v, reused for every α (bracketing), then refined per root.
+  // 5 points per decade are enough to bracket (each root is then refined by TOMS 748): every
+  // mmse(v) costs a free convolution, which is expensive for a large discrete spectrum.
   const double vmax = 1e4 * (Q0 + 1), vmin = 1e-8 * (Q0 + 1);
-  const int n = 241;
+  const int n = 61;
   std::vector<double> vg(n), mg(n);
   for (int i = 0; i < n; ++i) {
     vg[static_cast<std::size_t>(i)] = vmin * std::pow(vmax / vmin, static_cast<double>(i) / (n - 1));
@@ -144,7 +146,7 @@ std::vector<BayesPoint> bayes_optimal_curve(const std::shared_ptr<const TargetLa
       const double fa = mg[I - 1] + noise_eff / 2 - 2 * a_eff * vg[I - 1];
       const double fb = mg[I] + noise_eff / 2 - 2 * a_eff * vg[I];
       if (fa > 0 && fb <= 0) {
-        if (b.roots == 0) root = toms748(F, vg[I - 1], vg[I], fa, fb);
+        if (b.roots == 0) root = toms748(F, vg[I - 1], vg[I], fa, fb, 32);
         ++b.roots;
       }
     }

@@ -399,6 +399,129 @@ std::vector<SimPoint> simulate(const Params& p, const std::vector<double>& alpha
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Factorised (trace penalty) vs direct (Frobenius penalty) training at the best λ of a grid: the
+// theory picks the λ of lowest theoretical test error; the simulation picks it by the error on a
+// held-out validation set (n/4 fresh samples) and reports the test error there.
+
+const char* kTrainings[2] = {"factorized", "direct"};
+
+Table theory_lambda_compare(const Params& p, const std::vector<double>& alphas, const std::shared_ptr<const TargetLaw>& target,
+                            int threads, Table& scan) {
+  const auto grid = p.vector("lambda_grid");
+  std::vector<std::array<double, 2>> best_err(alphas.size(), {1e300, 1e300}), best_lam(alphas.size()), best_mse(alphas.size());
+  scan = Table({"alpha", "training", "lambda", "test_error", "mse", "converged"});
+  for (int k = 0; k < 2; ++k)
+    for (Eigen::Index il = 0; il < grid.size(); ++il) {
+      const Params q = p.with({{"training", kTrainings[k]}, {"lambda", grid(il)}});
+      const TheoryCurve c = theory_curve(q, alphas, target, threads, nullptr, false);
+      for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
+        const auto& st = c.states[ia];
+        scan.add_row({alphas[ia], std::string(kTrainings[k]), grid(il), st.test_error, st.mse, st.converged ? 1.0 : 0.0});
+        if (st.converged && st.test_error < best_err[ia][static_cast<std::size_t>(k)]) {
+          best_err[ia][static_cast<std::size_t>(k)] = st.test_error;
+          best_lam[ia][static_cast<std::size_t>(k)] = grid(il);
+          best_mse[ia][static_cast<std::size_t>(k)] = st.mse;
+        }
+      }
+    }
+  Table t({"alpha", "lambda_factorized", "test_error_factorized", "mse_factorized", "lambda_direct", "test_error_direct",
+           "mse_direct"});
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia)
+    t.add_row({alphas[ia], best_lam[ia][0], best_err[ia][0], best_mse[ia][0], best_lam[ia][1], best_err[ia][1], best_mse[ia][1]});
+  return t;
+}
+
+struct CvRecord {
+  double lambda[2] = {0, 0}, test[2] = {0, 0}, mse[2] = {0, 0};
+};
+
+CvRecord run_cv_job(const Params& p, const SimJob& job) {
+  const auto grid = p.vector("lambda_grid");
+  const double noise = p.real("noise");
+  const long n = std::max(1L, std::lround(job.alpha * job.d * job.d));
+  const long nval = std::max(100L, n / 4);
+  const auto replica = static_cast<std::uint64_t>(job.d) * 100003ULL + job.ia;
+  const auto seed = static_cast<std::uint64_t>(job.seed);
+  ErmOptions o;
+  o.tol = p.real("erm_tol");
+  o.max_iter = p.integer("erm_max_iter");
+  o.width = p.real("kappa");
+  o.init_seed = seed;
+  CvRecord rec;
+  for (int k = 0; k < 2; ++k) {
+    double best_val = 1e300;
+    for (Eigen::Index il = 0; il < grid.size(); ++il) {
+      const double lam = grid(il);
+      double val = 0, test = 0, mse = 0;
+      if (p.integer("T") == 1) {
+        const SensingData data = make_sensing_data(teacher_spec(p, job.d), n, noise, seed, replica);
+        const SensingData vd = make_sensing_data(data.S0, nval, noise, seed, replica, rng::user + 1);
+        const ErmResult r = k == 0 ? train_factorized(data, lam, o) : train_direct(data, lam, o);
+        val = (vd.y - sensing_apply(vd, r.S)).squaredNorm() / static_cast<double>(nval);
+        test = r.test_error;
+        mse = r.mse;
+      } else {
+        AttentionSpec as;
+        as.teacher = teacher_spec(p, job.d);
+        as.T = static_cast<int>(p.integer("T"));
+        as.beta = p.real("beta");
+        as.beta0 = p.real("beta0");
+        as.noise = noise;
+        as.seq2seq = p.text("task") == "seq2seq";
+        auto eng = rng::engine(seed, replica, rng::teacher);
+        const Eigen::MatrixXd S0 = sample_teacher(as.teacher, eng);
+        const AttentionData train = make_attention_data(as, S0, n, seed, replica, rng::training_data);
+        const AttentionData vd = make_attention_data(as, S0, nval, seed, replica, rng::user + 1);
+        const AttentionData te = make_attention_data(as, S0, p.integer("test_samples"), seed, replica, rng::test_set);
+        const AttentionResult r = train_attention(train, te, kTrainings[k], lam, o);
+        val = attention_loss(vd, r.S, nullptr) / static_cast<double>(nval);
+        test = r.test_error;
+        mse = r.mse;
+      }
+      if (val < best_val) {
+        best_val = val;
+        rec.lambda[k] = lam;
+        rec.test[k] = test;
+        rec.mse[k] = mse;
+      }
+    }
+  }
+  return rec;
+}
+
+Table simulate_lambda_compare(const Params& p, const std::vector<double>& alphas, int d, const std::vector<long>& seeds,
+                              const RunContext& ctx) {
+  std::vector<SimJob> jobs;
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia)
+    for (long s : seeds) jobs.push_back({alphas[ia], d, s, ia});
+  std::vector<CvRecord> rec(jobs.size());
+  Progress prog("cross-validated factorised vs direct", static_cast<long>(jobs.size()), !ctx.quiet);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long k = 0; k < static_cast<long>(jobs.size()); ++k) {
+    if (interrupted()) continue;
+    rec[static_cast<std::size_t>(k)] = run_cv_job(p, jobs[static_cast<std::size_t>(k)]);
+    prog.advance();
+  }
+  prog.finish();
+  if (interrupted()) throw NumericalError("interrupted");
+  Table t({"alpha", "d", "training", "lambda_cv_mean", "test_error", "test_error_se", "mse", "mse_se", "seeds"});
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia)
+    for (int k = 0; k < 2; ++k) {
+      std::vector<double> lam, te, ms;
+      for (std::size_t j = 0; j < jobs.size(); ++j) {
+        if (jobs[j].ia != ia) continue;
+        lam.push_back(rec[j].lambda[k]);
+        te.push_back(rec[j].test[k]);
+        ms.push_back(rec[j].mse[k]);
+      }
+      const Stat a = stat_of(te), b = stat_of(ms);
+      t.add_row({alphas[ia], double(d), std::string(kTrainings[k]), stat_of(lam).mean, a.mean, a.se, b.mean, b.se,
+                 double(te.size())});
+    }
+  return t;
+}
+
 Table sim_table(const std::vector<SimPoint>& pts, const std::string& training, bool paired = false) {
   std::vector<std::string> cols = {"alpha", "d", "n", "training", "mse", "mse_se", "train_loss", "train_loss_se",
                                    "test_error", "test_error_se", "test_error_clean", "test_error_clean_se", "rank",
@@ -509,10 +632,10 @@ RunOutput curve_command(const Params& p, RunContext& ctx) {
   const double theory_seconds = seconds_since(t0);
   // Bayes-optimal reference (matrix MSE).
   const auto t1 = std::chrono::steady_clock::now();
-  const auto bo = bayes_optimal_curve(target, p.real("noise"), T, alphas);
   std::vector<double> bmse;
-  for (const auto& b : bo) bmse.push_back(b.mmse);
-  out.tables["curve.csv"] = curve_table(c.states, &bmse, kappa, &c.errors);
+  if (p.boolean("bayes"))
+    for (const auto& b : bayes_optimal_curve(target, p.real("noise"), T, alphas)) bmse.push_back(b.mmse);
+  out.tables["curve.csv"] = curve_table(c.states, bmse.empty() ? nullptr : &bmse, kappa, &c.errors);
   out.info["thresholds"] = thresholds_json(p, target);
   out.info["lambda_weight_decay"] = p.real("lambda") / std::sqrt(kappa);
   out.info["Q0"] = c.Q0;
@@ -527,6 +650,62 @@ RunOutput curve_command(const Params& p, RunContext& ctx) {
                                {"note", T == 1 ? "T = 1 with noise" : "noiseless formula (a lower bound when noise > 0)"}};
   int bad = 0;
   for (const auto& s : c.states) bad += s.converged ? 0 : 1;
+  // Power-law (finite-d) target: emergence of outliers, error decomposition and the scaling law.
+  if (target->discrete() && p.text("training") != "direct") {
+    const int d = static_cast<int>(p.integer("d"));
+    Table dt({"alpha", "n_over_d", "mse", "test_error", "excess_error", "outliers", "K_delta", "E_over", "E_under",
+              "E_approx", "E_sum", "bulk_overlap"});
+    std::vector<double> lx, ly, lys;
+    const double floor_err = T == 1 ? p.real("noise") : 0.0;  // T = 1: test error = 2 MSE + Δ
+    for (const auto& s : c.states) {
+      if (!s.converged) continue;
+      const auto law = make_law(target, s.delta);
+      const ErrorDecomposition e = decompose_error(*law, s.t, s.eta, s.m);
+      const double nd = s.alpha * d;
+      const double excess = T == 1 ? s.test_error - floor_err : s.mse;
+      dt.add_row({s.alpha, nd, s.mse, s.test_error, excess, double(e.outliers), double(e.K_delta), e.E_over, e.E_under,
+                  e.E_approx, e.E_sum, e.bulk_overlap});
+      if (nd >= 10 && nd <= d / 10.0 && excess > 0 && e.E_under + e.E_approx > 0) {
+        lx.push_back(std::log(nd));
+        ly.push_back(std::log(excess));
+        lys.push_back(std::log(e.E_under + e.E_approx));
+      }
+    }
+    out.tables["decomposition.csv"] = dt;
+    json sc = {{"f_gamma", 1 - 1 / (2 * p.real("gamma"))},
+               {"fit_range_n_over_d", {10, d / 10.0}},
+               {"points", lx.size()},
+               {"note", "excess error (T = 1: test error - noise = 2 MSE; T >= 2: MSE) ~ (n/d)^(-exponent) fitted over "
+                        "10 <= n/d <= d/10 (d << n << d^2); compare with f(gamma) = 1 - 1/(2 gamma)"}};
+    if (lx.size() >= 3) {
+      const double n = static_cast<double>(lx.size());
+      double mx = 0, my = 0, sxx = 0, sxy = 0;
+      for (std::size_t i = 0; i < lx.size(); ++i) {
+        mx += lx[i] / n;
+        my += ly[i] / n;
+      }
+      for (std::size_t i = 0; i < lx.size(); ++i) {
+        sxx += (lx[i] - mx) * (lx[i] - mx);
+        sxy += (lx[i] - mx) * (ly[i] - my);
+      }
+      sc["exponent"] = -sxy / sxx;
+      sc["prefactor"] = std::exp(my - (sxy / sxx) * mx);
+      double ms = 0, sxs = 0;
+      for (double v : lys) ms += v / n;
+      for (std::size_t i = 0; i < lx.size(); ++i) sxs += (lx[i] - mx) * (lys[i] - ms);
+      sc["exponent_signal"] = -sxs / sxx;  // E_under + E_approx: the part the scaling argument is about
+    } else {
+      sc["exponent"] = nullptr;
+    }
+    out.info["scaling"] = sc;
+  }
+  if (p.has("lambda_grid")) {
+    Table scan;
+    out.tables["compare.csv"] = theory_lambda_compare(p, alphas, target, ctx.threads, scan);
+    out.tables["lambda_scan.csv"] = scan;
+    out.info["compare"] = "compare.csv: the lambda of lambda_grid with the lowest theoretical test error, for the trace "
+                          "penalty (factorised W, weight decay) and the Frobenius penalty (direct S)";
+  }
   // Spectrum of the learned S at alpha = spectrum.
   if (p.has("spectrum")) {
     const double a = p.real("spectrum");
@@ -559,8 +738,14 @@ RunOutput simulate_command(const Params& p, RunContext& ctx) {
   const auto seeds = seed_list(p);
   const int d = static_cast<int>(p.integer("d"));
   const std::string training = p.text("training");
-  const auto pts = simulate(p, alphas, {d}, seeds, training, ctx, false);
-  out.tables["sim.csv"] = sim_table(pts, training);
+  if (p.has("lambda_grid")) {
+    out.tables["compare_sim.csv"] = simulate_lambda_compare(p, alphas, d, seeds, ctx);
+    out.info["compare"] = "compare_sim.csv: factorised and direct training, each at the lambda of lambda_grid with the "
+                          "lowest error on a held-out validation set (n/4 fresh samples); test error at that lambda";
+  } else {
+    const auto pts = simulate(p, alphas, {d}, seeds, training, ctx, false);
+    out.tables["sim.csv"] = sim_table(pts, training);
+  }
   out.info["seeds"] = seeds;
   out.info["training"] = training;
   out.info["lambda_weight_decay"] = p.real("lambda") / std::sqrt(p.real("kappa"));
@@ -821,6 +1006,76 @@ void plot_folder(const std::filesystem::path& dir) {
     b.series.push_back(line("theory", sw.numbers("sv"), sw.numbers("density"), plot::Style::lines, 0));
     f.panels = {a, b};
     plot::render(f, dir / "spectrum");
+  }
+  if (has("decomposition.csv")) {
+    const Table dc = Table::read_csv_file((dir / "decomposition.csv").string());
+    const auto& sc = run["scaling"];
+    plot::Figure f;
+    f.title = fmt::format("power-law target, gamma = {}: fitted exponent {} (f(gamma) = 1 - 1/(2 gamma) = {:.3f})",
+                          run["config"].value("gamma", 0.0),
+                          sc["exponent"].is_number() ? fmt::format("{:.3f}", sc["exponent"].get<double>()) : std::string("n/a"),
+                          sc.value("f_gamma", 0.0));
+    plot::Panel a;
+    a.title = "excess error against n/d";
+    a.xlabel = "n/d";
+    a.ylabel = "excess error";
+    a.logx = a.logy = true;
+    a.series.push_back(line("theory", dc.numbers("n_over_d"), dc.numbers("excess_error"), plot::Style::linespoints, 0));
+    if (sc["exponent"].is_number()) {
+      std::vector<double> x = dc.numbers("n_over_d"), y;
+      for (double v : x) y.push_back(sc["prefactor"].get<double>() * std::pow(v, -sc["exponent"].get<double>()));
+      a.series.push_back(line("fit", x, y, plot::Style::dashed, 1));
+      std::vector<double> yf;
+      for (double v : x) yf.push_back(y.front() * std::pow(v / x.front(), -sc["f_gamma"].get<double>()));
+      a.series.push_back(line("slope -f(gamma)", x, yf, plot::Style::dashed, 2));
+    }
+    plot::Panel b;
+    b.title = "emergence: learned outliers";
+    b.xlabel = "n/d";
+    b.ylabel = "count";
+    b.logx = true;
+    b.series.push_back(line("outliers above the threshold", dc.numbers("n_over_d"), dc.numbers("outliers"), plot::Style::linespoints, 0));
+    b.series.push_back(line("K(delta) = #{s_i > delta}", dc.numbers("n_over_d"), dc.numbers("K_delta"), plot::Style::dashed, 1));
+    plot::Panel c;
+    c.title = "error decomposition";
+    c.xlabel = "n/d";
+    c.ylabel = "contribution to |S - S0|^2/d";
+    c.logx = c.logy = true;
+    c.series.push_back(line("MSE (full theory)", dc.numbers("n_over_d"), dc.numbers("mse"), plot::Style::lines, 0));
+    c.series.push_back(line("overfitting (bulk)", dc.numbers("n_over_d"), dc.numbers("E_over"), plot::Style::linespoints, 1));
+    c.series.push_back(line("underfitting (hidden modes)", dc.numbers("n_over_d"), dc.numbers("E_under"), plot::Style::linespoints, 2));
+    c.series.push_back(line("approximation (outliers)", dc.numbers("n_over_d"), dc.numbers("E_approx"), plot::Style::linespoints, 3));
+    c.series.push_back(line("sum", dc.numbers("n_over_d"), dc.numbers("E_sum"), plot::Style::dashed, 4));
+    f.panels = {a, b, c};
+    f.columns = 3;
+    plot::render(f, dir / "scaling");
+  }
+  if (has("compare.csv") || has("compare_sim.csv")) {
+    plot::Figure f;
+    f.title = "factorised (weight decay on W) vs direct (Frobenius on S) training, each at its best lambda";
+    plot::Panel a;
+    a.xlabel = "alpha = n/d^2";
+    a.ylabel = "test error";
+    if (has("compare.csv")) {
+      const Table t = Table::read_csv_file((dir / "compare.csv").string());
+      a.series.push_back(line("theory, factorised", t.numbers("alpha"), t.numbers("test_error_factorized"), plot::Style::lines, 0));
+      a.series.push_back(line("theory, direct", t.numbers("alpha"), t.numbers("test_error_direct"), plot::Style::lines, 1));
+    }
+    if (has("compare_sim.csv")) {
+      const Table t = Table::read_csv_file((dir / "compare_sim.csv").string());
+      for (int k = 0; k < 2; ++k) {
+        Table sub(t.columns());
+        for (std::size_t i = 0; i < t.rows(); ++i)
+          if (t.text(i, "training") == kTrainings[k]) sub.add_row(t.row(i));
+        plot::Series e = line(std::string("ERM (cross-validated), ") + kTrainings[k], sub.numbers("alpha"),
+                              sub.numbers("test_error"), plot::Style::errorbars, k);
+        e.yerr = sub.numbers("test_error_se");
+        a.series.push_back(e);
+      }
+    }
+    f.panels = {a};
+    f.columns = 1;
+    plot::render(f, dir / "compare");
   }
   if (has("histogram.csv")) {
     const Table h = Table::read_csv_file((dir / "histogram.csv").string());

@@ -31,13 +31,18 @@ SingleThreadedEigen::~SingleThreadedEigen() {
 }
 
 SensingData make_sensing_data(const TeacherSpec& teacher, long n, double noise, std::uint64_t seed, std::uint64_t replica) {
-  SensingData data;
-  data.d = teacher.d;
-  data.noise = noise;
   auto eng_t = rng::engine(seed, replica, rng::teacher);
-  data.S0 = sample_teacher(teacher, eng_t);
-  auto eng_x = rng::engine(seed, replica, rng::training_data);
-  data.X = gaussian_matrix(n, teacher.d, eng_x);
+  return make_sensing_data(sample_teacher(teacher, eng_t), n, noise, seed, replica, rng::training_data);
+}
+
+SensingData make_sensing_data(const Eigen::MatrixXd& S0, long n, double noise, std::uint64_t seed, std::uint64_t replica,
+                              std::uint64_t stream) {
+  SensingData data;
+  data.d = static_cast<int>(S0.rows());
+  data.noise = noise;
+  data.S0 = S0;
+  auto eng_x = rng::engine(seed, replica, stream);
+  data.X = gaussian_matrix(n, data.d, eng_x);
   data.y = sensing_apply(data, data.S0);
   if (noise > 0) {
     boost::random::normal_distribution<double> N01;

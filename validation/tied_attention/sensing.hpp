@@ -33,6 +33,9 @@ struct SensingData {
 };
 
 SensingData make_sensing_data(const TeacherSpec& teacher, long n, double noise, std::uint64_t seed, std::uint64_t replica = 0);
+/// Fresh samples for a given target (validation sets): data from stream `stream` of (seed, replica).
+SensingData make_sensing_data(const Eigen::MatrixXd& S0, long n, double noise, std::uint64_t seed, std::uint64_t replica,
+                              std::uint64_t stream);
 
 /// A(S)_μ = (x_μᵀ S x_μ − Tr S)/√d and its adjoint Aᵀ(r) = (Xᵀ diag(r) X − (Σ r) I)/√d.
 Eigen::VectorXd sensing_apply(const SensingData& data, const Eigen::MatrixXd& S);
