@@ -765,15 +765,16 @@ RunOutput validate_command(const Params& p, RunContext& ctx) {
   const int T = static_cast<int>(p.integer("T"));
   const double zc = p.real("z_crit"), floor = p.real("rel_floor");
   const TheoryCurve th = theory_curve(p, alphas, nullptr, ctx.threads);
-  if (closed_form_applies(p)) {
-    // A dense theory curve for the figures (the checks use the α grid itself).
+  {
+    // A dense theory curve for the figures (the checks use the α grid and its error bars).
     const double lo = 0.8 * *std::min_element(alphas.begin(), alphas.end());
     const double hi = 1.1 * *std::max_element(alphas.begin(), alphas.end());
+    const int nd = closed_form_applies(p) ? 60 : 20;
     std::vector<double> dense;
-    for (int i = 0; i < 60; ++i) dense.push_back(lo + (hi - lo) * i / 59.0);
-    out.tables["curve.csv"] = curve_table(theory_curve(p, dense).states, nullptr, p.real("kappa"));
-  } else {
-    out.tables["curve.csv"] = curve_table(th.states, nullptr, p.real("kappa"), &th.errors);
+    for (int i = 0; i < nd; ++i) dense.push_back(lo + (hi - lo) * i / (nd - 1.0));
+    out.tables["curve.csv"] = curve_table(theory_curve(p, dense, nullptr, ctx.threads, nullptr, false).states, nullptr,
+                                          p.real("kappa"));
+    out.tables["theory_points.csv"] = curve_table(th.states, nullptr, p.real("kappa"), &th.errors);
   }
   const auto pts = simulate(p, alphas, dims, seeds, training, ctx, true, &th.states);
   out.tables["sim.csv"] = sim_table(pts, training, true);
@@ -972,6 +973,12 @@ void plot_folder(const std::filesystem::path& dir) {
       if (!curve.empty() && std::string(pp.col) == "mse" && curve.has_column("bayes_mse"))
         panel.series.push_back(line("Bayes-optimal", curve.numbers("alpha"), curve.numbers("bayes_mse"), plot::Style::dashed, 1));
       add_sim_points(panel, sim, pp.col, 2);
+      if (!sim.empty()) {
+        const auto a = sim.numbers("alpha");
+        const double lo = *std::min_element(a.begin(), a.end()), hi = *std::max_element(a.begin(), a.end());
+        const double pad = 0.08 * std::max(hi - lo, 0.1 * hi);
+        panel.xrange = std::make_pair(std::max(0.0, lo - pad), hi + pad);
+      }
       if (run.contains("thresholds") && (std::string(pp.col) == "mse" || std::string(pp.col) == "train_loss")) {
         double top = 0;
         for (const auto& s : panel.series)
@@ -1084,12 +1091,29 @@ void plot_folder(const std::filesystem::path& dir) {
     f.title = fmt::format("eigenvalues of the learned S, alpha = {}, d = {}: atom {:.3f} (theory {:.3f})",
                           info.value("alpha", 0.0), info.value("d", 0), info.value("atom_sim", 0.0), info.value("atom_theory", 0.0));
     plot::Panel a;
+    a.title = "eigenvalues of S";
     a.xlabel = "eigenvalue";
     a.ylabel = "density (bulk)";
     a.series.push_back(line("ERM (pooled seeds)", h.numbers("x"), h.numbers("sim_density"), plot::Style::points, 2));
     a.series.push_back(line("theory", h.numbers("x"), h.numbers("theory_density"), plot::Style::lines, 0));
-    f.panels = {a};
-    f.columns = 1;
+    // The same law for the singular values of W / sqrt(d): sigma = (sqrt(kappa) x)^{1/2}, density x 2 sigma/sqrt(kappa).
+    const double kappa = run["config"].value("kappa", 1.0);
+    std::vector<double> sv, ds, dt;
+    const auto x = h.numbers("x"), ys = h.numbers("sim_density"), yt = h.numbers("theory_density");
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double sg = std::sqrt(std::sqrt(kappa) * x[i]);
+      sv.push_back(sg);
+      ds.push_back(ys[i] * 2 * sg / std::sqrt(kappa));
+      dt.push_back(yt[i] * 2 * sg / std::sqrt(kappa));
+    }
+    plot::Panel b;
+    b.title = "singular values of W / sqrt(d)";
+    b.xlabel = "sigma";
+    b.ylabel = "density (bulk)";
+    b.series.push_back(line("ERM (pooled seeds)", sv, ds, plot::Style::points, 2));
+    b.series.push_back(line("theory", sv, dt, plot::Style::lines, 0));
+    f.panels = {a, b};
+    f.columns = 2;
     plot::render(f, dir / "histogram");
   }
 }
