@@ -165,16 +165,8 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
     double m = NAN, se = NAN;
     int escaped = 0;
     if (p.boolean("compare")) {
-      EnsembleOptions o;
-      o.D = static_cast<int>(D);
-      o.seeds = static_cast<int>(p.integer("seeds"));
-      o.seed = s.seed;
-      o.test_size = std::min<long>(p.integer("test_size"), 2000);
-      o.threads = ctx.threads;
-      o.quiet = ctx.quiet;
-      o.split_threshold = threshold;
-      if (!ctx.out.empty()) o.persist = ctx.out / "seeds";
-      o.config_hash = config_hash(p, o.D);
+      EnsembleOptions o = ensemble_options(p, static_cast<int>(D), s.seed, ctx);
+      o.test_size = std::min<long>(p.integer("test_size"), 2000);  // escape times need no precise risk
       const Ensemble ens = simulate_ensemble(sd, times, o);
       double s1 = 0, s2 = 0;
       for (std::size_t k = 0; k < ens.runs.size(); ++k) {
@@ -224,14 +216,14 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
   };
   // Predicted local slope dt_esc/dlog D = 1/(2 λ(t_esc)) at the measured escape times.
   auto local_slope = [&](const std::vector<double>& y) {
-    std::vector<double> out;
+    std::vector<double> slopes;
     for (double t : y) {
       double lam_t = std::nan("");
       for (std::size_t k = 1; k < growth.t.size(); ++k)
         if (growth.t[k - 1] <= t && t <= growth.t[k]) lam_t = growth.lambda[k - 1] + (growth.lambda[k] - growth.lambda[k - 1]) * (t - growth.t[k - 1]) / (growth.t[k] - growth.t[k - 1]);
-      out.push_back(lam_t > 0 ? 0.5 / lam_t : std::nan(""));
+      slopes.push_back(lam_t > 0 ? 0.5 / lam_t : std::nan(""));
     }
-    return out;
+    return slopes;
   };
   for (std::size_t i = 0; i < th_esc.size(); ++i)
     esc.add_row({std::exp(logD[i]), logD[i], th_esc[i], sim_mean[i], sim_se[i], static_cast<double>(escaped_counts[i]),

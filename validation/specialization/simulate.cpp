@@ -128,20 +128,25 @@ Ensemble simulate_ensemble(const Setup& s, const std::vector<double>& times, con
   return ens;
 }
 
-RunOutput simulate_command(const Params& p, RunContext& ctx) {
-  const Setup s = setup_from(p);
-  const std::vector<double> times = observation_times(p);
+EnsembleOptions ensemble_options(const Params& p, int D, std::uint64_t seed, const RunContext& ctx) {
   EnsembleOptions o;
-  o.D = s.D;
+  o.D = D;
   o.seeds = static_cast<int>(p.integer("seeds"));
-  o.seed = s.seed;
+  o.seed = seed;
   o.test_size = p.integer("test_size");
   o.test_projected = p.text("test_mode") == "projected";
   o.threads = ctx.threads;
   o.quiet = ctx.quiet;
   o.split_threshold = p.real("split_threshold");
   if (!ctx.out.empty()) o.persist = ctx.out / "seeds";
-  o.config_hash = config_hash(p, s.D);
+  o.config_hash = config_hash(p, D);
+  return o;
+}
+
+RunOutput simulate_command(const Params& p, RunContext& ctx) {
+  const Setup s = setup_from(p);
+  const std::vector<double> times = observation_times(p);
+  const EnsembleOptions o = ensemble_options(p, s.D, s.seed, ctx);
   const Ensemble ens = simulate_ensemble(s, times, o);
 
   RunOutput out;

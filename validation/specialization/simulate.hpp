@@ -41,6 +41,10 @@ Table ensemble_mean(const std::vector<Table>& runs, const std::vector<std::strin
 /// A stable hash of the parts of a configuration that determine simulation results.
 std::string config_hash(const Params& p, int D);
 
+/// The ensemble options the configuration asks for at dimension D (seeds, test set, threads, the
+/// folder that persists finished seeds under the configuration's hash).
+EnsembleOptions ensemble_options(const Params& p, int D, std::uint64_t seed, const RunContext& ctx);
+
 /// `hdat simulate specialization`.
 RunOutput simulate_command(const Params& p, RunContext& ctx);
 

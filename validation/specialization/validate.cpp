@@ -73,18 +73,7 @@ RunOutput validate_trajectory(const Params& p, RunContext& ctx) {
   for (long D : dims) {
     Setup s = base;
     s.D = static_cast<int>(D);
-    EnsembleOptions o;
-    o.D = s.D;
-    o.seeds = static_cast<int>(p.integer("seeds"));
-    o.seed = s.seed;
-    o.test_size = p.integer("test_size");
-    o.test_projected = p.text("test_mode") == "projected";
-    o.threads = ctx.threads;
-    o.quiet = ctx.quiet;
-    o.split_threshold = p.real("split_threshold");
-    if (!ctx.out.empty()) o.persist = ctx.out / "seeds";
-    o.config_hash = config_hash(p, s.D);
-    Ensemble ens = simulate_ensemble(s, times, o);
+    Ensemble ens = simulate_ensemble(s, times, ensemble_options(p, s.D, s.seed, ctx));
     if (ens.finished == 0 || interrupted()) break;
     // Theory from this D's seed-averaged initial overlaps.
     Eigen::MatrixXd M0(s.H, s.F), R0(s.H, s.H);

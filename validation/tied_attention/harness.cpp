@@ -45,6 +45,18 @@ TeacherSpec teacher_spec(const Params& p, int d) {
   return t;
 }
 
+// The attention model of the configuration at dimension d (the teacher, tokens, temperatures, task).
+AttentionSpec attention_spec(const Params& p, int d, double noise) {
+  AttentionSpec as;
+  as.teacher = teacher_spec(p, d);
+  as.T = static_cast<int>(p.integer("T"));
+  as.beta = p.real("beta");
+  as.beta0 = p.real("beta0");
+  as.noise = noise;
+  as.seq2seq = p.text("task") == "seq2seq";
+  return as;
+}
+
 // Number of linear measurements per sequence when the linear channel is used with T tokens:
 // T(T+1)/2 symmetric fields, each a T = 1 measurement (derivation.md §4.3).
 double linear_fields(int T) { return T * (T + 1) / 2.0; }
@@ -268,13 +280,7 @@ SimRecord run_job(const Params& p, const SimJob& job, const std::string& trainin
     s.eigenvalues = r.eigenvalues;
     S0 = data.S0;
   } else {
-    AttentionSpec as;
-    as.teacher = teacher_spec(p, job.d);
-    as.T = static_cast<int>(p.integer("T"));
-    as.beta = p.real("beta");
-    as.beta0 = p.real("beta0");
-    as.noise = noise;
-    as.seq2seq = p.text("task") == "seq2seq";
+    const AttentionSpec as = attention_spec(p, job.d, noise);
     auto eng = rng::engine(seed, replica, rng::teacher);
     S0 = sample_teacher(as.teacher, eng);
     const AttentionData train = make_attention_data(as, S0, n, seed, replica, rng::training_data);
@@ -462,13 +468,7 @@ CvRecord run_cv_job(const Params& p, const SimJob& job) {
         test = r.test_error;
         mse = r.mse;
       } else {
-        AttentionSpec as;
-        as.teacher = teacher_spec(p, job.d);
-        as.T = static_cast<int>(p.integer("T"));
-        as.beta = p.real("beta");
-        as.beta0 = p.real("beta0");
-        as.noise = noise;
-        as.seq2seq = p.text("task") == "seq2seq";
+        const AttentionSpec as = attention_spec(p, job.d, noise);
         auto eng = rng::engine(seed, replica, rng::teacher);
         const Eigen::MatrixXd S0 = sample_teacher(as.teacher, eng);
         const AttentionData train = make_attention_data(as, S0, n, seed, replica, rng::training_data);
