@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "hdat/core/progress.hpp"
@@ -66,8 +67,15 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
   const Coordinates c{s.H, s.F};
   FixedPointOptions fo;
   fo.t_relax = p.real("t_relax");
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  auto t0 = Clock::now();
   const SymmetricFixedPoint fp = symmetric_fixed_point(flow, fo);
+  const double sec_fixed_point = since(t0);
+  t0 = Clock::now();
   const Linearisation lin = linearise(flow, fp.M, fp.R);
+  const double sec_linearise = since(t0);
+  t0 = Clock::now();
   const std::vector<int> order = predicted_order(lin, s.F);
   const double lam = lin.lambda_max;
   // Monte Carlo error of lambda_max: the leading head-difference rate on independent sample sets at
@@ -86,6 +94,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
     for (double x : lam_reps) v += (x - m) * (x - m) / (lam_reps.size() - 1);
     lam_se = std::sqrt(v);  // the spread of one sample set's estimate
   }
+  const double sec_rate_error = since(t0);
   const double slope = lam > 0 ? 1.0 / (2.0 * lam) : NAN;
   const double threshold = p.real("split_threshold");
 
@@ -144,6 +153,10 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
   summary += fmt::format("  predicted order  [{}] (prior variances [{:.3g}])\n", fmt::join(order, ", "), fmt::join(st["prior_variance"].get<std::vector<double>>(), ", "));
   summary += fmt::format("  lambda_max       {:.4f} (sample-set spread {:.4f})\n", lam, lam_se);
   summary += fmt::format("  escape slope     1/(2 lambda_max) = {:.3f} per unit log D\n", slope);
+
+  summary += fmt::format("  time             fixed point {:.2f} s, Jacobian + Hessian + eigendecomposition {:.2f} s, error of lambda_max {:.2f} s\n",
+                         sec_fixed_point, sec_linearise, sec_rate_error);
+  t0 = Clock::now();
 
   // Escape times against log D: theory from each D's initial asymmetry, and (compare=true) online SGD.
   const std::vector<long> dims = p.int_vector("dims");
@@ -325,6 +338,10 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
     }
   }
   st["stages"] = stages;
+  st["timing_seconds"] = {{"fixed_point", sec_fixed_point},
+                          {"linearisation", sec_linearise},
+                          {"lambda_max_error", sec_rate_error},
+                          {"escape_times_and_stages", since(t0)}};
   out.files["stability.json"] = st.dump(2) + "\n";
   out.tables["spectrum.csv"] = spectrum;
   out.tables["escape.csv"] = esc;
