@@ -29,7 +29,7 @@ SampleSide::SampleSide(int T, Channel channel, double beta, double beta0, double
 SampleSideResult SampleSide::evaluate(double alpha, double Sigma, double m, double q) {
   const SymLayout& L = layout_;
   const int K = L.K(), T = L.T();
-  if (!(Sigma > 0)) throw NumericalError("sample side: Sigma must be > 0 (got " + std::to_string(Sigma) + ")");
+  if (!(Sigma >= 0) || !std::isfinite(Sigma)) throw NumericalError("sample side: Sigma must be >= 0 (got " + std::to_string(Sigma) + ")");
   if (channel_ == Channel::linear && opt_.exact_linear) {
     // Entry e: min_h w_e[(h − ω)²/(4Σ) + (y − h)²] = w_e (y − ω)²/(1 + 4Σ), E(y_e − ω_e)² =
     // c_e(Q0 + Δ/2 − 2m + q) and Σ_e w_e c_e = 2K (derivation.md §4): all in closed form.
@@ -63,6 +63,12 @@ SampleSideResult SampleSide::evaluate(double alpha, double Sigma, double m, doub
   // The prox can be non-convex only where the quadratic's curvature 1/(2Σ) does not dominate the
   // loss Hessian (|∇²ℓ_row| <= β²(1/2 + 2) per row, each entry in at most two rows).
   const bool maybe_nonconvex = channel_ == Channel::softmax && 1 / (2 * Sigma) < 5 * beta_ * beta_;
+  // Σ → 0 (the trivial phase Ŝ = 0 has Σ = 0 exactly, and the iteration approaches it): the prox
+  // is H* = Ω − 2Σ w⁻¹∇L(Ω) + O(Σ²), so f → L(Ω), ∂f/∂Ω → ∇L(Ω), ∇²_Ω f → ∇²L(Ω)
+  // (derivation.md §8.2). Below kSigmaLimit the limit is used: its error O(Σ) is far below the
+  // Monte Carlo error, while r = H* − Ω computed from a Newton solve would lose 16 + log10 Σ digits.
+  constexpr double kSigmaLimit = 1e-9;
+  const bool sigma_limit = Sigma < kSigmaLimit;
 #pragma omp parallel num_threads(nt) reduction(+ : unconverged)
   {
     KVec omega(K), start(K), D(K), cvec(K);
@@ -101,8 +107,23 @@ SampleSideResult SampleSide::evaluate(double alpha, double Sigma, double m, doub
           P = Om;
         }
         const double test = (Y - P).squaredNorm(), test_clean = (Y0 - P).squaredNorm();
-        // Prox: warm start, else Ω; a second start from the label-matching logits where non-convex.
         double* ws = warm_.data() + static_cast<std::size_t>(i) * K;
+        if (sigma_limit) {
+          KVec grad(K);
+          KMat hess(K, K);
+          const double loss = channel_loss(L, channel_, beta_, Y, omega, &grad, &hess);
+          double dS = 0, dm = 0, htr = 0;
+          for (int e = 0; e < K; ++e) {
+            dS -= grad(e) * grad(e) / L.weight(e);
+            dm += grad(e) * std::sqrt(cvec(e)) * u[e];
+            htr += cvec(e) * hess(e, e);
+            ws[e] = omega(e);
+          }
+          out << loss, dS, dm, htr, test, test_clean, loss, 0.0, 0.0;
+          sums.col(c) += out;
+          continue;
+        }
+        // Prox: warm start, else Ω; a second start from the label-matching logits where non-convex.
         if (use_warm) for (int e = 0; e < K; ++e) start(e) = ws[e];
         else start = omega;
         ProxResult pr = prox_solve(L, channel_, beta_, Sigma, omega, Y, start, opt_.prox);

@@ -77,7 +77,7 @@ Eigen::Vector3d GeneralSolver::initial_guess(double alpha) const {
 
 namespace {
 bool valid(const Eigen::Vector3d& x, double Q0) {
-  return std::isfinite(x.sum()) && x(0) > 0 && x(2) >= 0 && x(2) * Q0 >= x(1) * x(1) * (1 - 1e-12);
+  return std::isfinite(x.sum()) && x(0) >= 0 && x(2) >= 0 && x(2) * Q0 >= x(1) * x(1) * (1 - 1e-12);
 }
 }  // namespace
 
