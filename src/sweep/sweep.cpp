@@ -86,7 +86,8 @@ Definition Definition::from_json(const json& j) {
 }
 
 std::string command_for_mode(const ModelEntry& model, const std::string& mode) {
-  const std::string command = mode == "theory" ? "curve" : mode;
+  // "theory" is the model's curve; a model without a theory (sinks) runs its simulation by default.
+  const std::string command = mode == "theory" ? (model.commands.count("curve") || !model.commands.count("simulate") ? "curve" : "simulate") : mode;
   if (!model.commands.count(command)) {
     std::string have;
     for (const auto& [k, v] : model.commands) have += (have.empty() ? "" : ", ") + k;

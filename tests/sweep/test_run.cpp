@@ -160,6 +160,12 @@ TEST_CASE("plan errors: modes, observables, reserved names") {
   CHECK(command_for_mode(m, "theory") == "curve");
   CHECK(command_for_mode(m, "simulate") == "simulate");
   CHECK_THROWS_AS(command_for_mode(m, "no-such-command"), InputError);
+  // A model without a theory (sinks) sweeps its simulation by default; without either, an error.
+  ModelEntry sim_only, neither;
+  sim_only.commands["simulate"] = m.commands.at("simulate");
+  neither.commands["validate"] = m.commands.at("validate");
+  CHECK(command_for_mode(sim_only, "theory") == "simulate");
+  CHECK_THROWS_AS(command_for_mode(neither, "theory"), InputError);
   CHECK_THROWS_AS(tiny_plan({}), InputError);
   CHECK_THROWS_AS(tiny_plan({"H=[1,2]"}, {"final:risk", "final:risk"}), InputError);
   CHECK_THROWS_AS(tiny_plan({"H=[1,2]"}, {"H=final:risk"}), InputError);
