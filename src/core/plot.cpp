@@ -30,6 +30,9 @@ std::string num(double v) { return std::isfinite(v) ? format_number(v) : "NaN"; 
 std::string panel_script(const Panel& p, int block_base) {
   std::string s;
   s += fmt::format("set title \"{}\"\n", esc(p.title));
+  // A key on the left reads left to right: line sample first, then the left-justified label.
+  const bool left = p.legend.find("left") != std::string::npos;
+  s += fmt::format("set key {}{} box opaque width 1\n", p.legend, left ? " Left reverse" : "");
   s += fmt::format("set xlabel \"{}\"\nset ylabel \"{}\"\n", esc(p.xlabel), esc(p.ylabel));
   s += p.logx ? "set logscale x\n" : "unset logscale x\n";
   s += p.logy ? "set logscale y\n" : "unset logscale y\n";

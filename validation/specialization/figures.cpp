@@ -60,6 +60,7 @@ void plot_curve(const fs::path& dir, const nlohmann::json& run, const std::strin
   for (const char* block : {"M", "R"}) {
     plot::Panel p{std::string(block) + (block[0] == 'M' ? ": head-spike overlaps" : ": head-head overlaps"), "t", block, true, false,
                   {}, {}, {}, {}};
+    p.legend = "top left";  // the overlaps grow to the right: keep the key off the curves' ends
     int color = 0;
     for (const auto& c : columns_of_block(t, block))
       p.series.push_back(series_of(t, rows, c, style, color++, with_errors ? c + "_se" : ""));

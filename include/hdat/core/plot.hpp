@@ -27,6 +27,7 @@ struct Panel {
   std::vector<Series> series;
   std::vector<std::pair<double, std::string>> hlines;  ///< reference lines (value, label)
   std::optional<std::pair<double, double>> xrange, yrange;
+  std::string legend = "top right";  ///< gnuplot key position ("top left", "bottom right", ...)
 };
 
 struct Heatmap {
