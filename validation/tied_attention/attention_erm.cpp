@@ -226,24 +226,11 @@ AttentionResult train_attention(const AttentionData& train, const AttentionData&
     r.message = r.converged ? "relative change below tolerance" : "iteration limit";
   } else if (method == "factorized") {
     r.method = "factorized (L-BFGS on W, weight decay)";
-    const int p = std::max(1, static_cast<int>(std::lround(opt.width * d)));
-    auto eng = rng::engine(opt.init_seed, 0, rng::student_init);
-    Eigen::MatrixXd W0 = 0.5 * gaussian_matrix(d, p, eng);
-    Eigen::VectorXd w = Eigen::Map<Eigen::VectorXd>(W0.data(), W0.size());
-    Eigen::MatrixXd gm;
-    auto fo = [&](const Eigen::VectorXd& x, Eigen::VectorXd& g) {
-      const Eigen::Map<const Eigen::MatrixXd> W(x.data(), d, p);
-      const double v = attention_factorized_objective(train, lambda, W, &gm);
-      g = Eigen::Map<const Eigen::VectorXd>(gm.data(), gm.size());
-      return v;
-    };
-    LbfgsOptions lo;
-    lo.max_iter = opt.max_iter;
-    lo.rel_tol = opt.tol * 1e-3;
-    lo.grad_tol = opt.tol * 1e-2;
-    const LbfgsSummary s = lbfgs_minimize(fo, w, lo);
-    const Eigen::Map<const Eigen::MatrixXd> W(w.data(), d, p);
-    r.S = W * W.transpose() / std::sqrt(static_cast<double>(p) * d);
+    const FactorizedFit fit = fit_factorized(d, opt, [&](const Eigen::MatrixXd& W, Eigen::MatrixXd* grad) {
+      return attention_factorized_objective(train, lambda, W, grad);
+    });
+    const LbfgsSummary& s = fit.summary;
+    r.S = fit.S;
     r.iterations = s.iterations;
     r.gradient_evaluations = s.evaluations;
     r.converged = s.converged;

@@ -167,21 +167,15 @@ double factorized_objective(const SensingData& data, double lambda_tilde, const 
   return (res.squaredNorm() + lam * W.squaredNorm()) / norm;
 }
 
-ErmResult train_factorized(const SensingData& data, double lambda_tilde, const ErmOptions& opt) {
-  const SingleThreadedEigen single_threaded;
-  const auto t0 = std::chrono::steady_clock::now();
-  ErmResult r;
-  r.method = "factorized (L-BFGS on W, weight decay)";
-  const int d = data.d;
+FactorizedFit fit_factorized(int d, const ErmOptions& opt,
+                             const std::function<double(const Eigen::MatrixXd& W, Eigen::MatrixXd* grad)>& objective) {
   const int p = std::max(1, static_cast<int>(std::lround(opt.width * d)));
-  const double c = std::sqrt(static_cast<double>(p) * d);  // S = W Wᵀ/c
   auto eng = rng::engine(opt.init_seed, 0, rng::student_init);
-  // Start away from the saddle at W = 0: entries N(0, 0.25).
-  Eigen::VectorXd w = 0.5 * Eigen::Map<Eigen::VectorXd>(gaussian_matrix(d, p, eng).data(), static_cast<Eigen::Index>(d) * p);
+  const Eigen::MatrixXd W0 = 0.5 * gaussian_matrix(d, p, eng);  // N(0, 1/4): away from the saddle at W = 0
+  Eigen::VectorXd w = Eigen::Map<const Eigen::VectorXd>(W0.data(), W0.size());
   Eigen::MatrixXd gm;
   auto f = [&](const Eigen::VectorXd& x, Eigen::VectorXd& g) {
-    const Eigen::Map<const Eigen::MatrixXd> W(x.data(), d, p);
-    const double v = factorized_objective(data, lambda_tilde, W, &gm);
+    const double v = objective(Eigen::Map<const Eigen::MatrixXd>(x.data(), d, p), &gm);
     g = Eigen::Map<const Eigen::VectorXd>(gm.data(), gm.size());
     return v;
   };
@@ -189,9 +183,23 @@ ErmResult train_factorized(const SensingData& data, double lambda_tilde, const E
   lo.max_iter = opt.max_iter;
   lo.rel_tol = opt.tol * 1e-3;
   lo.grad_tol = opt.tol * 1e-2;
-  const LbfgsSummary s = lbfgs_minimize(f, w, lo);
-  Eigen::Map<const Eigen::MatrixXd> W(w.data(), d, p);
-  r.S = W * W.transpose() / c;
+  FactorizedFit fit;
+  fit.summary = lbfgs_minimize(f, w, lo);
+  const Eigen::Map<const Eigen::MatrixXd> W(w.data(), d, p);
+  fit.S = W * W.transpose() / std::sqrt(static_cast<double>(p) * d);
+  return fit;
+}
+
+ErmResult train_factorized(const SensingData& data, double lambda_tilde, const ErmOptions& opt) {
+  const SingleThreadedEigen single_threaded;
+  const auto t0 = std::chrono::steady_clock::now();
+  ErmResult r;
+  r.method = "factorized (L-BFGS on W, weight decay)";
+  const FactorizedFit fit = fit_factorized(data.d, opt, [&](const Eigen::MatrixXd& W, Eigen::MatrixXd* grad) {
+    return factorized_objective(data, lambda_tilde, W, grad);
+  });
+  const LbfgsSummary& s = fit.summary;
+  r.S = fit.S;
   r.iterations = s.iterations;
   r.gradient_evaluations = s.evaluations;
   r.converged = s.converged;

@@ -5,10 +5,12 @@
 //  - factorized:  min_W Σ (y − Tr Z W Wᵀ/√(pd))² + λ |W|_F²  (L-BFGS; λ = λ̃ √(d/p))
 //  - direct:      min_{S = Sᵀ} Σ (y − Tr Z S)² + d λ_F Tr S²  (conjugate gradient on the normal equations)
 #include <Eigen/Dense>
+#include <functional>
 #include <string>
 
 #include "hdat/core/random.hpp"
 #include "validation/tied_attention/teacher.hpp"
+#include "validation/tied_attention/lbfgs.hpp"
 
 namespace hdat::tied {
 
@@ -70,6 +72,16 @@ void measure_sensing(const SensingData& data, ErmResult& r);
 /// The factorised objective (Σ (y − Tr Z S)² + λ |W|²)/d², S = W Wᵀ/√(pd), λ = λ̃ √(d/p), and its
 /// gradient with respect to W (d × p).
 double factorized_objective(const SensingData& data, double lambda_tilde, const Eigen::MatrixXd& W, Eigen::MatrixXd* grad);
+
+/// Factorised training shared by every channel: S = W Wᵀ/√(p d) with p = round(width · d) columns,
+/// W started from N(0, 1/4) entries (away from the saddle at W = 0) and minimised by L-BFGS.
+/// `objective(W, grad)` returns the objective and writes its gradient in W.
+struct FactorizedFit {
+  Eigen::MatrixXd S;
+  LbfgsSummary summary;
+};
+FactorizedFit fit_factorized(int d, const ErmOptions& opt,
+                             const std::function<double(const Eigen::MatrixXd& W, Eigen::MatrixXd* grad)>& objective);
 
 ErmResult train_convex(const SensingData& data, double lambda_tilde, const ErmOptions& opt = {});
 ErmResult train_factorized(const SensingData& data, double lambda_tilde, const ErmOptions& opt = {});
