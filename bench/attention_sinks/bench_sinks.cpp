@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "validation/attention_sinks/experiment.hpp"
+#include "hdat/attention_sinks/experiment.hpp"
 
 using namespace hdat::sinks;
 

@@ -10,7 +10,7 @@
 
 #include "hdat/geometry/metrics.hpp"
 #include "hdat/llama/sampling.hpp"
-#include "validation/geometry/analysis.hpp"
+#include "hdat/geometry/analysis.hpp"
 
 using namespace hdat;
 using Clock = std::chrono::steady_clock;

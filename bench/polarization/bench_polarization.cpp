@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "hdat/core/params.hpp"
-#include "theory/polarization/curve.hpp"
-#include "theory/polarization/instance.hpp"
-#include "theory/polarization/model.hpp"
-#include "validation/polarization/gd.hpp"
+#include "hdat/polarization/curve.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/model.hpp"
+#include "hdat/polarization/gd.hpp"
 
 using namespace hdat;
 using namespace hdat::polarization;

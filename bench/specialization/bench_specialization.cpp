@@ -10,8 +10,8 @@
 
 #include "hdat/core/params.hpp"
 #include "hdat/core/random.hpp"
-#include "theory/specialization/curve.hpp"
-#include "validation/specialization/simulator.hpp"
+#include "hdat/specialization/curve.hpp"
+#include "hdat/specialization/simulator.hpp"
 
 using namespace hdat;
 using namespace hdat::specialization;

@@ -5,11 +5,11 @@
 #include <functional>
 #include <memory>
 
-#include "theory/tied_attention/fixed_point.hpp"
-#include "theory/tied_attention/linear_t1.hpp"
-#include "theory/tied_attention/thresholds.hpp"
-#include "validation/tied_attention/attention_erm.hpp"
-#include "validation/tied_attention/sensing.hpp"
+#include "hdat/tied_attention/fixed_point.hpp"
+#include "hdat/tied_attention/linear_t1.hpp"
+#include "hdat/tied_attention/thresholds.hpp"
+#include "hdat/tied_attention/attention_erm.hpp"
+#include "hdat/tied_attention/sensing.hpp"
 
 using namespace hdat::tied;
 

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <functional>
 
-#include "validation/attention_sinks/experiment.hpp"
-#include "validation/attention_sinks/transformer.hpp"
+#include "hdat/attention_sinks/experiment.hpp"
+#include "hdat/attention_sinks/transformer.hpp"
 
 using namespace hdat::sinks;
 

@@ -8,9 +8,9 @@
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/registry.hpp"
-#include "validation/attention_sinks/experiment.hpp"
-#include "validation/attention_sinks/metrics.hpp"
-#include "validation/attention_sinks/study.hpp"
+#include "hdat/attention_sinks/experiment.hpp"
+#include "hdat/attention_sinks/metrics.hpp"
+#include "hdat/attention_sinks/study.hpp"
 
 namespace hdat {
 void register_sinks(Registry& registry);

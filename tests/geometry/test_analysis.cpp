@@ -8,8 +8,8 @@
 #include "hdat/core/error.hpp"
 #include "hdat/geometry/maps.hpp"
 #include "model_path.hpp"
-#include "validation/geometry/analysis.hpp"
-#include "validation/geometry/sparsify.hpp"
+#include "hdat/geometry/analysis.hpp"
+#include "hdat/geometry/sparsify.hpp"
 
 using namespace hdat;
 using namespace hdat::geometry;

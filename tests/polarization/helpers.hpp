@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "hdat/core/params.hpp"
-#include "theory/polarization/model.hpp"
+#include "hdat/polarization/model.hpp"
 
 namespace test_pol {
 

@@ -11,12 +11,12 @@
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/registry.hpp"
-#include "theory/polarization/instance.hpp"
-#include "theory/polarization/reduced.hpp"
-#include "validation/polarization/claims.hpp"
-#include "validation/polarization/compare.hpp"
-#include "validation/polarization/gd.hpp"
-#include "validation/polarization/plot.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/reduced.hpp"
+#include "hdat/polarization/claims.hpp"
+#include "hdat/polarization/compare.hpp"
+#include "hdat/polarization/gd.hpp"
+#include "hdat/polarization/plot.hpp"
 
 namespace hdat {
 void register_polarization(Registry& r);

@@ -7,11 +7,11 @@
 #include <cmath>
 
 #include "helpers.hpp"
-#include "theory/polarization/curve.hpp"
-#include "theory/polarization/flow.hpp"
-#include "theory/polarization/instance.hpp"
-#include "theory/polarization/reduced.hpp"
-#include "validation/polarization/compare.hpp"
+#include "hdat/polarization/curve.hpp"
+#include "hdat/polarization/flow.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/reduced.hpp"
+#include "hdat/polarization/compare.hpp"
 
 using namespace hdat;
 using namespace hdat::polarization;

@@ -8,11 +8,11 @@
 
 #include "helpers.hpp"
 #include "hdat/core/error.hpp"
-#include "theory/polarization/full_model.hpp"
-#include "theory/polarization/instance.hpp"
-#include "theory/polarization/normalization.hpp"
-#include "theory/polarization/numpy_random.hpp"
-#include "theory/polarization/reduced.hpp"
+#include "hdat/polarization/full_model.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/normalization.hpp"
+#include "hdat/polarization/numpy_random.hpp"
+#include "hdat/polarization/reduced.hpp"
 
 using namespace hdat;
 using namespace hdat::polarization;

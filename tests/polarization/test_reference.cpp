@@ -9,9 +9,9 @@
 #include <random>
 
 #include "helpers.hpp"
-#include "theory/polarization/curve.hpp"
-#include "theory/polarization/instance.hpp"
-#include "validation/polarization/gd.hpp"
+#include "hdat/polarization/curve.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/gd.hpp"
 
 using namespace hdat;
 using namespace hdat::polarization;

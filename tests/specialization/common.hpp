@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "hdat/core/params.hpp"
-#include "theory/specialization/model.hpp"
+#include "hdat/specialization/model.hpp"
 
 namespace spec_test {
 // Resolved parameters of the specialization model from "key=value" strings.

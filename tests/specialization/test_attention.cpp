@@ -5,8 +5,8 @@
 #include <boost/random/normal_distribution.hpp>
 
 #include "hdat/core/random.hpp"
-#include "theory/specialization/attention.hpp"
-#include "theory/specialization/model.hpp"
+#include "hdat/specialization/attention.hpp"
+#include "hdat/specialization/model.hpp"
 
 using namespace hdat::specialization;
 

@@ -7,9 +7,9 @@
 #include <cmath>
 
 #include "common.hpp"
-#include "theory/specialization/curve.hpp"
-#include "validation/specialization/simulate.hpp"
-#include "validation/specialization/simulator.hpp"
+#include "hdat/specialization/curve.hpp"
+#include "hdat/specialization/simulate.hpp"
+#include "hdat/specialization/simulator.hpp"
 
 using namespace hdat;
 using namespace hdat::specialization;

@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "common.hpp"
-#include "theory/specialization/curve.hpp"
-#include "theory/specialization/stability.hpp"
+#include "hdat/specialization/curve.hpp"
+#include "hdat/specialization/stability.hpp"
 
 using namespace hdat;
 using namespace hdat::specialization;

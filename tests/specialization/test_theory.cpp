@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
-#include "theory/specialization/bayes.hpp"
-#include "theory/specialization/curve.hpp"
-#include "theory/specialization/ode.hpp"
+#include "hdat/specialization/bayes.hpp"
+#include "hdat/specialization/curve.hpp"
+#include "hdat/specialization/ode.hpp"
 
 using namespace hdat;
 using namespace hdat::specialization;

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
-#include "validation/specialization/validate.hpp"
+#include "hdat/specialization/validate.hpp"
 
 using namespace hdat;
 using namespace hdat::specialization;

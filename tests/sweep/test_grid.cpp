@@ -9,7 +9,7 @@
 #include "hdat/core/registry.hpp"
 #include "common.hpp"
 #include "hdat/sweep/grid.hpp"
-#include "theory/specialization/model.hpp"
+#include "hdat/specialization/model.hpp"
 
 using namespace hdat;
 using namespace hdat::sweep;

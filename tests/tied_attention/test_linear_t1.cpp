@@ -5,8 +5,8 @@
 #include <cmath>
 #include <memory>
 
-#include "theory/tied_attention/linear_t1.hpp"
-#include "theory/tied_attention/thresholds.hpp"
+#include "hdat/tied_attention/linear_t1.hpp"
+#include "hdat/tied_attention/thresholds.hpp"
 
 using namespace hdat::tied;
 

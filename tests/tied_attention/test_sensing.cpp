@@ -5,10 +5,10 @@
 #include <cmath>
 
 #include "hdat/core/registry.hpp"
-#include "theory/tied_attention/linear_t1.hpp"
-#include "theory/tied_attention/model.hpp"
-#include "validation/tied_attention/harness.hpp"
-#include "validation/tied_attention/sensing.hpp"
+#include "hdat/tied_attention/linear_t1.hpp"
+#include "hdat/tied_attention/model.hpp"
+#include "hdat/tied_attention/harness.hpp"
+#include "hdat/tied_attention/sensing.hpp"
 
 using namespace hdat;
 using namespace hdat::tied;

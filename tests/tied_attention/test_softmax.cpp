@@ -7,11 +7,11 @@
 #include <cmath>
 #include <memory>
 
-#include "theory/tied_attention/fixed_point.hpp"
-#include "theory/tied_attention/linear_t1.hpp"
-#include "theory/tied_attention/model.hpp"
-#include "validation/tied_attention/attention_erm.hpp"
-#include "validation/tied_attention/harness.hpp"
+#include "hdat/tied_attention/fixed_point.hpp"
+#include "hdat/tied_attention/linear_t1.hpp"
+#include "hdat/tied_attention/model.hpp"
+#include "hdat/tied_attention/attention_erm.hpp"
+#include "hdat/tied_attention/harness.hpp"
 
 using namespace hdat;
 using namespace hdat::tied;

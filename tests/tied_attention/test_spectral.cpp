@@ -5,9 +5,9 @@
 #include <cmath>
 #include <memory>
 
-#include "theory/tied_attention/prior.hpp"
-#include "theory/tied_attention/spectrum.hpp"
-#include "theory/tied_attention/thresholds.hpp"
+#include "hdat/tied_attention/prior.hpp"
+#include "hdat/tied_attention/spectrum.hpp"
+#include "hdat/tied_attention/thresholds.hpp"
 
 using namespace hdat::tied;
 

@@ -1,10 +1,10 @@
-#include "theory/polarization/curve.hpp"
+#include "hdat/polarization/curve.hpp"
 
 #include <cmath>
 
-#include "theory/polarization/normalization.hpp"
-#include "theory/polarization/observables.hpp"
-#include "theory/polarization/reduced.hpp"
+#include "hdat/polarization/normalization.hpp"
+#include "hdat/polarization/observables.hpp"
+#include "hdat/polarization/reduced.hpp"
 
 namespace hdat::polarization {
 

@@ -1,4 +1,4 @@
-#include "theory/polarization/flow.hpp"
+#include "hdat/polarization/flow.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "theory/polarization/full_model.hpp"
+#include "hdat/polarization/full_model.hpp"
 
 namespace hdat::polarization {
 

@@ -1,4 +1,4 @@
-#include "theory/polarization/instance.hpp"
+#include "hdat/polarization/instance.hpp"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/random.hpp"
-#include "theory/polarization/numpy_random.hpp"
+#include "hdat/polarization/numpy_random.hpp"
 
 namespace hdat::polarization {
 

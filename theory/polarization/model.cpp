@@ -1,4 +1,4 @@
-#include "theory/polarization/model.hpp"
+#include "hdat/polarization/model.hpp"
 
 #include <fmt/format.h>
 

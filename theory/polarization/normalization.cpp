@@ -1,4 +1,4 @@
-#include "theory/polarization/normalization.hpp"
+#include "hdat/polarization/normalization.hpp"
 
 #include <cmath>
 #include <limits>

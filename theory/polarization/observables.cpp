@@ -1,4 +1,4 @@
-#include "theory/polarization/observables.hpp"
+#include "hdat/polarization/observables.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "theory/polarization/normalization.hpp"
+#include "hdat/polarization/normalization.hpp"
 
 namespace hdat::polarization {
 

@@ -1,10 +1,10 @@
-#include "theory/polarization/reduced.hpp"
+#include "hdat/polarization/reduced.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "theory/polarization/normalization.hpp"
+#include "hdat/polarization/normalization.hpp"
 
 namespace hdat::polarization {
 

@@ -1,4 +1,4 @@
-#include "theory/specialization/bayes.hpp"
+#include "hdat/specialization/bayes.hpp"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "theory/specialization/curve.hpp"
+#include "hdat/specialization/curve.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "hdat/core/progress.hpp"
-#include "theory/specialization/bayes.hpp"
+#include "hdat/specialization/bayes.hpp"
 
 namespace hdat::specialization {
 

@@ -1,4 +1,4 @@
-#include "theory/specialization/model.hpp"
+#include "hdat/specialization/model.hpp"
 
 #include <fmt/format.h>
 

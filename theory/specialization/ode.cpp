@@ -1,4 +1,4 @@
-#include "theory/specialization/ode.hpp"
+#include "hdat/specialization/ode.hpp"
 
 #include <algorithm>
 #include <numeric>

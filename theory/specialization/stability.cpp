@@ -1,4 +1,4 @@
-#include "theory/specialization/stability.hpp"
+#include "hdat/specialization/stability.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "theory/specialization/curve.hpp"
+#include "hdat/specialization/curve.hpp"
 
 namespace hdat::specialization {
 

@@ -1,4 +1,4 @@
-#include "theory/tied_attention/channel.hpp"
+#include "hdat/tied_attention/channel.hpp"
 
 #include <omp.h>
 

@@ -1,4 +1,4 @@
-#include "theory/tied_attention/fixed_point.hpp"
+#include "hdat/tied_attention/fixed_point.hpp"
 
 #include <chrono>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "theory/tied_attention/linear_t1.hpp"
+#include "hdat/tied_attention/linear_t1.hpp"
 
 #include <algorithm>
 #include <boost/math/tools/roots.hpp>

@@ -1,4 +1,4 @@
-#include "theory/tied_attention/model.hpp"
+#include "hdat/tied_attention/model.hpp"
 
 #include <cmath>
 #include <sstream>

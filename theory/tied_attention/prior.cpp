@@ -1,4 +1,4 @@
-#include "theory/tied_attention/prior.hpp"
+#include "hdat/tied_attention/prior.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "theory/tied_attention/prox.hpp"
+#include "hdat/tied_attention/prox.hpp"
 
 #include <cmath>
 

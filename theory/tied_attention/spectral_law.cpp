@@ -1,4 +1,4 @@
-#include "theory/tied_attention/spectral_law.hpp"
+#include "hdat/tied_attention/spectral_law.hpp"
 
 #include <Eigen/Eigenvalues>
 #include <algorithm>

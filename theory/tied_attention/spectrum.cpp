@@ -1,4 +1,4 @@
-#include "theory/tied_attention/spectrum.hpp"
+#include "hdat/tied_attention/spectrum.hpp"
 
 #include <algorithm>
 #include <cmath>

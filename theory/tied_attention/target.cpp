@@ -1,4 +1,4 @@
-#include "theory/tied_attention/target.hpp"
+#include "hdat/tied_attention/target.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "theory/tied_attention/thresholds.hpp"
+#include "hdat/tied_attention/thresholds.hpp"
 
 #include <algorithm>
 #include <boost/math/tools/minima.hpp>
@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "hdat/core/error.hpp"
-#include "theory/tied_attention/prior.hpp"
+#include "hdat/tied_attention/prior.hpp"
 
 namespace hdat::tied {
 

@@ -13,7 +13,7 @@
 #include "hdat/core/plot.hpp"
 #include "hdat/core/registry.hpp"
 #include "hdat/llama/checkpoint.hpp"
-#include "validation/geometry/analysis.hpp"
+#include "hdat/geometry/analysis.hpp"
 
 namespace hdat {
 

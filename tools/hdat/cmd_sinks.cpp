@@ -12,7 +12,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
-#include "validation/attention_sinks/study.hpp"
+#include "hdat/attention_sinks/study.hpp"
 
 namespace hdat {
 

@@ -1,4 +1,4 @@
-#include "validation/attention_sinks/experiment.hpp"
+#include "hdat/attention_sinks/experiment.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <numeric>
 
 #include "hdat/core/progress.hpp"
-#include "validation/attention_sinks/metrics.hpp"
+#include "hdat/attention_sinks/metrics.hpp"
 
 namespace hdat::sinks {
 

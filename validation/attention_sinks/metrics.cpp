@@ -1,4 +1,4 @@
-#include "validation/attention_sinks/metrics.hpp"
+#include "hdat/attention_sinks/metrics.hpp"
 
 #include <cmath>
 #include <limits>

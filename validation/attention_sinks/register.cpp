@@ -11,8 +11,8 @@
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/registry.hpp"
-#include "validation/attention_sinks/experiment.hpp"
-#include "validation/attention_sinks/study.hpp"
+#include "hdat/attention_sinks/experiment.hpp"
+#include "hdat/attention_sinks/study.hpp"
 
 namespace hdat {
 

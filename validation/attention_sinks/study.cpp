@@ -1,4 +1,4 @@
-#include "validation/attention_sinks/study.hpp"
+#include "hdat/attention_sinks/study.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "validation/attention_sinks/transformer.hpp"
+#include "hdat/attention_sinks/transformer.hpp"
 
 #include <fmt/format.h>
 

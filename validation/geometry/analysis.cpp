@@ -1,6 +1,6 @@
 // The two entry points of `hdat geometry`: a pretrained checkpoint (documents sampled from the
 // model, maps captured from the forward pass) and user-supplied maps.
-#include "analysis.hpp"
+#include "hdat/geometry/analysis.hpp"
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -10,11 +10,11 @@
 #include <cmath>
 #include <set>
 
-#include "engine.hpp"
+#include "hdat/geometry/engine.hpp"
 #include "hdat/core/error.hpp"
 #include "hdat/core/progress.hpp"
 #include "hdat/llama/sampling.hpp"
-#include "sparsify.hpp"
+#include "hdat/geometry/sparsify.hpp"
 
 namespace hdat::geometry {
 

@@ -1,4 +1,4 @@
-#include "engine.hpp"
+#include "hdat/geometry/engine.hpp"
 
 #include <fmt/format.h>
 #include <omp.h>

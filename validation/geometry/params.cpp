@@ -1,5 +1,5 @@
 // The settings of `hdat geometry` (one ParamSet: --set errors name the key, exit code 2).
-#include "analysis.hpp"
+#include "hdat/geometry/analysis.hpp"
 
 namespace hdat::geometry {
 

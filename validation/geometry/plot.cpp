@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "analysis.hpp"
+#include "hdat/geometry/analysis.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/table.hpp"
 

@@ -1,7 +1,7 @@
 // The registry entry "geometry": `hdat list geometry` shows the analysis settings, `hdat plot DIR`
 // draws the figures of an `hdat geometry` output folder. The analysis itself runs through
 // `hdat geometry` (tools/hdat/cmd_geometry.cpp), which takes the model file or the maps.
-#include "analysis.hpp"
+#include "hdat/geometry/analysis.hpp"
 #include "hdat/llama/checkpoint.hpp"
 
 namespace hdat {

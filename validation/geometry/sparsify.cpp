@@ -1,4 +1,4 @@
-#include "sparsify.hpp"
+#include "hdat/geometry/sparsify.hpp"
 
 #include <fmt/format.h>
 

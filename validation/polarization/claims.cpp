@@ -1,4 +1,4 @@
-#include "validation/polarization/claims.hpp"
+#include "hdat/polarization/claims.hpp"
 
 #include <fmt/format.h>
 
@@ -9,11 +9,11 @@
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/integrate.hpp"
-#include "theory/polarization/curve.hpp"
-#include "theory/polarization/instance.hpp"
-#include "theory/polarization/model.hpp"
-#include "validation/polarization/compare.hpp"
-#include "validation/polarization/gd.hpp"
+#include "hdat/polarization/curve.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/model.hpp"
+#include "hdat/polarization/compare.hpp"
+#include "hdat/polarization/gd.hpp"
 
 namespace hdat::polarization {
 

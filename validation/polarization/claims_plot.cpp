@@ -6,7 +6,7 @@
 
 #include "hdat/core/plot.hpp"
 #include "hdat/core/table.hpp"
-#include "validation/polarization/claims.hpp"
+#include "hdat/polarization/claims.hpp"
 
 namespace hdat::polarization {
 

@@ -1,4 +1,4 @@
-#include "validation/polarization/compare.hpp"
+#include "hdat/polarization/compare.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "validation/polarization/gd.hpp"
+#include "hdat/polarization/gd.hpp"
 
 #include <fmt/format.h>
 
@@ -8,10 +8,10 @@
 #include <memory>
 
 #include "hdat/core/progress.hpp"
-#include "theory/polarization/full_model.hpp"
-#include "theory/polarization/normalization.hpp"
-#include "theory/polarization/observables.hpp"
-#include "theory/polarization/reduced.hpp"
+#include "hdat/polarization/full_model.hpp"
+#include "hdat/polarization/normalization.hpp"
+#include "hdat/polarization/observables.hpp"
+#include "hdat/polarization/reduced.hpp"
 
 namespace hdat::polarization {
 

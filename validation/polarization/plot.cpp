@@ -1,4 +1,4 @@
-#include "validation/polarization/plot.hpp"
+#include "hdat/polarization/plot.hpp"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/table.hpp"
-#include "validation/polarization/claims.hpp"
+#include "hdat/polarization/claims.hpp"
 
 namespace hdat::polarization {
 

@@ -11,13 +11,13 @@
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/registry.hpp"
-#include "theory/polarization/curve.hpp"
-#include "theory/polarization/instance.hpp"
-#include "theory/polarization/model.hpp"
-#include "validation/polarization/claims.hpp"
-#include "validation/polarization/compare.hpp"
-#include "validation/polarization/gd.hpp"
-#include "validation/polarization/plot.hpp"
+#include "hdat/polarization/curve.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/model.hpp"
+#include "hdat/polarization/claims.hpp"
+#include "hdat/polarization/compare.hpp"
+#include "hdat/polarization/gd.hpp"
+#include "hdat/polarization/plot.hpp"
 
 namespace hdat {
 

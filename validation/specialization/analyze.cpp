@@ -1,4 +1,4 @@
-#include "validation/specialization/analyze.hpp"
+#include "hdat/specialization/analyze.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,9 +7,9 @@
 #include <cmath>
 
 #include "hdat/core/progress.hpp"
-#include "theory/specialization/curve.hpp"
-#include "theory/specialization/stability.hpp"
-#include "validation/specialization/simulate.hpp"
+#include "hdat/specialization/curve.hpp"
+#include "hdat/specialization/stability.hpp"
+#include "hdat/specialization/simulate.hpp"
 
 namespace hdat::specialization {
 

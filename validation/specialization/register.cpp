@@ -1,10 +1,10 @@
 // The `specialization` model's entry in the registry: theory (curve), simulation, validation.
 #include "hdat/core/registry.hpp"
-#include "theory/specialization/curve.hpp"
-#include "theory/specialization/model.hpp"
-#include "validation/specialization/simulate.hpp"
-#include "validation/specialization/validate.hpp"
-#include "validation/specialization/analyze.hpp"
+#include "hdat/specialization/curve.hpp"
+#include "hdat/specialization/model.hpp"
+#include "hdat/specialization/simulate.hpp"
+#include "hdat/specialization/validate.hpp"
+#include "hdat/specialization/analyze.hpp"
 
 namespace hdat {
 namespace specialization {

@@ -1,4 +1,4 @@
-#include "validation/specialization/simulate.hpp"
+#include "hdat/specialization/simulate.hpp"
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -9,8 +9,8 @@
 
 #include "hdat/core/output.hpp"
 #include "hdat/core/progress.hpp"
-#include "theory/specialization/curve.hpp"
-#include "validation/specialization/simulator.hpp"
+#include "hdat/specialization/curve.hpp"
+#include "hdat/specialization/simulator.hpp"
 
 namespace hdat::specialization {
 

@@ -1,4 +1,4 @@
-#include "validation/specialization/simulator.hpp"
+#include "hdat/specialization/simulator.hpp"
 
 #include <boost/random/uniform_01.hpp>
 #include <cmath>

@@ -1,13 +1,13 @@
-#include "validation/specialization/validate.hpp"
+#include "hdat/specialization/validate.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include "hdat/core/progress.hpp"
-#include "theory/specialization/curve.hpp"
-#include "validation/specialization/simulate.hpp"
-#include "validation/specialization/simulator.hpp"
+#include "hdat/specialization/curve.hpp"
+#include "hdat/specialization/simulate.hpp"
+#include "hdat/specialization/simulator.hpp"
 
 namespace hdat::specialization {
 

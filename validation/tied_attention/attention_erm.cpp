@@ -1,11 +1,11 @@
-#include "validation/tied_attention/attention_erm.hpp"
+#include "hdat/tied_attention/attention_erm.hpp"
 
 #include <Eigen/Eigenvalues>
 #include <boost/random/normal_distribution.hpp>
 #include <chrono>
 #include <cmath>
 
-#include "validation/tied_attention/lbfgs.hpp"
+#include "hdat/tied_attention/lbfgs.hpp"
 
 namespace hdat::tied {
 

@@ -1,4 +1,4 @@
-#include "validation/tied_attention/harness.hpp"
+#include "hdat/tied_attention/harness.hpp"
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -13,13 +13,13 @@
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/progress.hpp"
-#include "theory/tied_attention/fixed_point.hpp"
-#include "theory/tied_attention/linear_t1.hpp"
-#include "theory/tied_attention/model.hpp"
-#include "theory/tied_attention/spectrum.hpp"
-#include "theory/tied_attention/thresholds.hpp"
-#include "validation/tied_attention/attention_erm.hpp"
-#include "validation/tied_attention/sensing.hpp"
+#include "hdat/tied_attention/fixed_point.hpp"
+#include "hdat/tied_attention/linear_t1.hpp"
+#include "hdat/tied_attention/model.hpp"
+#include "hdat/tied_attention/spectrum.hpp"
+#include "hdat/tied_attention/thresholds.hpp"
+#include "hdat/tied_attention/attention_erm.hpp"
+#include "hdat/tied_attention/sensing.hpp"
 
 namespace hdat::tied {
 

@@ -1,4 +1,4 @@
-#include "validation/tied_attention/lbfgs.hpp"
+#include "hdat/tied_attention/lbfgs.hpp"
 
 #include <cmath>
 #include <deque>

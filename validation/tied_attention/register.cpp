@@ -5,8 +5,8 @@
 #include "hdat/core/plot.hpp"
 #include "hdat/core/registry.hpp"
 #include "hdat/core/table.hpp"
-#include "theory/tied_attention/model.hpp"
-#include "validation/tied_attention/harness.hpp"
+#include "hdat/tied_attention/model.hpp"
+#include "hdat/tied_attention/harness.hpp"
 
 namespace hdat {
 

@@ -1,4 +1,4 @@
-#include "validation/tied_attention/sensing.hpp"
+#include "hdat/tied_attention/sensing.hpp"
 
 #include <omp.h>
 
@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "validation/tied_attention/lbfgs.hpp"
+#include "hdat/tied_attention/lbfgs.hpp"
 
 namespace hdat::tied {
 

@@ -1,10 +1,10 @@
-#include "validation/tied_attention/teacher.hpp"
+#include "hdat/tied_attention/teacher.hpp"
 
 #include <algorithm>
 #include <boost/random/normal_distribution.hpp>
 #include <cmath>
 
-#include "theory/tied_attention/target.hpp"
+#include "hdat/tied_attention/target.hpp"
 
 namespace hdat::tied {
 

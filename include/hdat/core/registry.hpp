@@ -58,8 +58,12 @@ class Registry {
   std::vector<std::unique_ptr<ModelEntry>> entries_;
 };
 
-/// The process-wide registry, filled by register_models() (tools/hdat/models.cpp).
+/// The process-wide registry, filled by register_models().
 Registry& registry();
+
+/// Register every model of the build (idempotent). Generated from the models' CMakeLists.txt
+/// (hdat_register_model); defined in the library `hdat_models`.
+void register_models();
 
 /// Resolve a model's parameters and run its consistency check.
 Params resolve_for(const ModelEntry& model, const nlohmann::json& config,

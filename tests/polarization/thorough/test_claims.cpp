@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "../helpers.hpp"
-#include "validation/polarization/claims.hpp"
+#include "hdat/polarization/claims.hpp"
 
 using namespace hdat;
 using namespace hdat::polarization;

@@ -8,8 +8,8 @@
 
 #include "../../quiet_context.hpp"
 #include "../common.hpp"
-#include "validation/specialization/analyze.hpp"
-#include "validation/specialization/validate.hpp"
+#include "hdat/specialization/analyze.hpp"
+#include "hdat/specialization/validate.hpp"
 
 using namespace hdat;
 using namespace hdat::specialization;

@@ -5,8 +5,8 @@
 
 #include "../../quiet_context.hpp"
 
-#include "theory/tied_attention/model.hpp"
-#include "validation/tied_attention/harness.hpp"
+#include "hdat/tied_attention/model.hpp"
+#include "hdat/tied_attention/harness.hpp"
 
 using namespace hdat;
 using namespace hdat::tied;

@@ -7,7 +7,7 @@
 // computes all of them at the same nodes.
 #include <memory>
 
-#include "theory/tied_attention/spectral_law.hpp"
+#include "hdat/tied_attention/spectral_law.hpp"
 
 namespace hdat::tied {
 

@@ -7,7 +7,7 @@
 
 #include "hdat/core/registry.hpp"
 #include "hdat/core/table.hpp"
-#include "theory/specialization/model.hpp"
+#include "hdat/specialization/model.hpp"
 
 namespace hdat::specialization {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "theory/tied_attention/channel.hpp"
-#include "theory/tied_attention/state.hpp"
+#include "hdat/tied_attention/channel.hpp"
+#include "hdat/tied_attention/state.hpp"
 
 namespace hdat::tied {
 

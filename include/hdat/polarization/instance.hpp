@@ -6,7 +6,7 @@
 #include <Eigen/Dense>
 #include <nlohmann/json.hpp>
 
-#include "theory/polarization/model.hpp"
+#include "hdat/polarization/model.hpp"
 
 namespace hdat::polarization {
 

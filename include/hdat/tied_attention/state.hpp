@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "theory/tied_attention/prior.hpp"
+#include "hdat/tied_attention/prior.hpp"
 
 namespace hdat::tied {
 

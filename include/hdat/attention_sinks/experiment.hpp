@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "hdat/core/table.hpp"
-#include "validation/attention_sinks/tasks.hpp"
-#include "validation/attention_sinks/transformer.hpp"
+#include "hdat/attention_sinks/tasks.hpp"
+#include "hdat/attention_sinks/transformer.hpp"
 
 namespace hdat::sinks {
 

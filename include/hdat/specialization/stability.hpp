@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "theory/specialization/ode.hpp"
+#include "hdat/specialization/ode.hpp"
 
 namespace hdat::specialization {
 

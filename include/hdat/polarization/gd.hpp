@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "hdat/core/table.hpp"
-#include "theory/polarization/instance.hpp"
-#include "theory/polarization/model.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/model.hpp"
 
 namespace hdat::polarization {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "theory/tied_attention/spectral_law.hpp"
+#include "hdat/tied_attention/spectral_law.hpp"
 
 namespace hdat::tied {
 

@@ -23,8 +23,8 @@
 #include <memory>
 #include <vector>
 
-#include "theory/tied_attention/quadrature.hpp"
-#include "theory/tied_attention/target.hpp"
+#include "hdat/tied_attention/quadrature.hpp"
+#include "hdat/tied_attention/target.hpp"
 
 namespace hdat::tied {
 

@@ -7,7 +7,7 @@
 // Singular values of W (S = W Wᵀ/√(p d)) in units of √d: σ = (√κ · λ)^{1/2}.
 #include <vector>
 
-#include "theory/tied_attention/spectral_law.hpp"
+#include "hdat/tied_attention/spectral_law.hpp"
 
 namespace hdat::tied {
 

@@ -7,7 +7,7 @@
 
 #include "hdat/core/registry.hpp"
 #include "hdat/core/table.hpp"
-#include "theory/specialization/ode.hpp"
+#include "hdat/specialization/ode.hpp"
 
 namespace hdat::specialization {
 

@@ -14,11 +14,11 @@
 
 #include "hdat/core/integrate.hpp"
 #include "hdat/core/layout.hpp"
-#include "theory/polarization/flow.hpp"
-#include "theory/polarization/full_model.hpp"
-#include "theory/polarization/instance.hpp"
-#include "theory/polarization/model.hpp"
-#include "theory/polarization/observables.hpp"
+#include "hdat/polarization/flow.hpp"
+#include "hdat/polarization/full_model.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/model.hpp"
+#include "hdat/polarization/observables.hpp"
 
 namespace hdat::polarization {
 

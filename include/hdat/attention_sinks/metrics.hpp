@@ -4,7 +4,7 @@
 #include <Eigen/Dense>
 #include <vector>
 
-#include "validation/attention_sinks/transformer.hpp"
+#include "hdat/attention_sinks/transformer.hpp"
 
 namespace hdat::sinks {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine.hpp"
+#include "hdat/geometry/engine.hpp"
 #include "hdat/llama/transformer.hpp"
 
 namespace hdat::geometry::detail {

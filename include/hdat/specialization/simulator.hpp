@@ -3,7 +3,7 @@
 // (../shared/spec/specialization.md): spikes K* with K*ᵀK* = D I, value v* ⟂ K* with |v*|² = D,
 // tokens x_ℓ ~ N(0, I_D) with x_ε = K*θ/√D + g, label y = x_ε·v*/√D + Δξ, student fields
 // χ_hℓ = x_ℓ·k_h/√D, prediction ŷ = Σ_ℓ w_ℓ(χ) z_ℓ, loss ½(y − ŷ)², one step per `batch` fresh
-// samples, t = steps / D. The attention code is the theory's (theory/specialization/attention.hpp).
+// samples, t = steps / D. The attention code is the theory's (hdat/specialization/attention.hpp).
 //
 // Per step: L·D Gaussian draws and about 2·L·D·(H+1) multiply-adds; memory O(L·D + H·D); no
 // allocation inside the step.
@@ -12,7 +12,7 @@
 #include <boost/random/uniform_int_distribution.hpp>
 
 #include "hdat/core/random.hpp"
-#include "theory/specialization/model.hpp"
+#include "hdat/specialization/model.hpp"
 
 namespace hdat::specialization {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "theory/polarization/model.hpp"
+#include "hdat/polarization/model.hpp"
 
 namespace hdat::polarization {
 

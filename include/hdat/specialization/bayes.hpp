@@ -3,7 +3,7 @@
 // π_ℓ ∝ E_θ[exp(θ·λ_ℓ − |θ|²/2)], E_Bayes = ½ (Δ² + 1 − E[Σ_ℓ π_ℓ²]).
 #include <utility>
 
-#include "theory/specialization/model.hpp"
+#include "hdat/specialization/model.hpp"
 
 namespace hdat::specialization {
 

@@ -11,7 +11,7 @@
 #include <Eigen/Dense>
 #include <string>
 
-#include "validation/tied_attention/sensing.hpp"
+#include "hdat/tied_attention/sensing.hpp"
 
 namespace hdat::tied {
 

@@ -11,7 +11,7 @@
 #include "hdat/core/gaussian.hpp"
 #include "hdat/core/layout.hpp"
 #include "hdat/core/params.hpp"
-#include "theory/specialization/attention.hpp"
+#include "hdat/specialization/attention.hpp"
 
 namespace hdat::specialization {
 

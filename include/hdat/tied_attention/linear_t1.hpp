@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "theory/tied_attention/state.hpp"
+#include "hdat/tied_attention/state.hpp"
 
 namespace hdat::tied {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "hdat/core/params.hpp"
-#include "theory/tied_attention/spectral_law.hpp"
+#include "hdat/tied_attention/spectral_law.hpp"
 
 namespace hdat::tied {
 

@@ -8,7 +8,7 @@
 // Jᵀ g = C(s) g = s ⊙ (g − s·g), evaluated without forming C(s).
 #include <Eigen/Dense>
 
-#include "theory/polarization/model.hpp"
+#include "hdat/polarization/model.hpp"
 
 namespace hdat::polarization {
 

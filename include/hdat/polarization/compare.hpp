@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "hdat/core/table.hpp"
-#include "theory/polarization/curve.hpp"
-#include "theory/polarization/instance.hpp"
-#include "theory/polarization/model.hpp"
-#include "validation/polarization/gd.hpp"
+#include "hdat/polarization/curve.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/model.hpp"
+#include "hdat/polarization/gd.hpp"
 
 namespace hdat::polarization {
 

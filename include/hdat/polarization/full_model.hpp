@@ -5,9 +5,9 @@
 // tied) and the reference the reductions are checked against.
 #include <Eigen/Dense>
 
-#include "theory/polarization/instance.hpp"
-#include "theory/polarization/model.hpp"
-#include "theory/polarization/normalization.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/model.hpp"
+#include "hdat/polarization/normalization.hpp"
 
 namespace hdat::polarization {
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "hdat/core/random.hpp"
-#include "validation/tied_attention/teacher.hpp"
-#include "validation/tied_attention/lbfgs.hpp"
+#include "hdat/tied_attention/teacher.hpp"
+#include "hdat/tied_attention/lbfgs.hpp"
 
 namespace hdat::tied {
 

@@ -17,7 +17,7 @@
 
 #include "hdat/core/gaussian.hpp"
 #include "hdat/core/integrate.hpp"
-#include "theory/specialization/model.hpp"
+#include "hdat/specialization/model.hpp"
 
 namespace hdat::specialization {
 

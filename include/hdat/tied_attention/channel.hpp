@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "hdat/core/gaussian.hpp"
-#include "theory/tied_attention/prox.hpp"
+#include "hdat/tied_attention/prox.hpp"
 
 namespace hdat::tied {
 

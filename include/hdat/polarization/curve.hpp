@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "hdat/core/table.hpp"
-#include "theory/polarization/flow.hpp"
-#include "theory/polarization/instance.hpp"
-#include "theory/polarization/model.hpp"
+#include "hdat/polarization/flow.hpp"
+#include "hdat/polarization/instance.hpp"
+#include "hdat/polarization/model.hpp"
 
 namespace hdat::polarization {
 
