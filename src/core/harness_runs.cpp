@@ -150,7 +150,7 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
   const fs::path persist = ctx.out.empty() ? fs::path() : ctx.out / "seeds";
   const std::string hash = simulation_hash(model, p, size);
   auto seed_file = [&](std::size_t k) {
-    return persist / fmt::format("{}_{}{}_seed{}.csv", hash, settings.size_name, size_text(size), settings.seed + k);
+    return persist / fmt::format("{}_{}{}_seed{}_replica{}.csv", hash, settings.size_name, size_text(size), settings.seed, k);
   };
   // The columns every finished run must have (a persisted file from another layout is recomputed).
   std::vector<std::string> columns;
