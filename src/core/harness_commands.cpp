@@ -48,7 +48,7 @@ RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext
   const auto start = std::chrono::steady_clock::now();
   const auto theory = model.theory(p, 0);
   const Eigen::VectorXd x0 = model.initial_state(p, *theory);
-  const TheoryRun run = theory->run(x0, s.times, s.integrate);
+  const TheoryRun run = theory->run(x0, s.curve_times.empty() ? s.times : s.curve_times, s.integrate);
 
   RunOutput out;
   out.tables["curve.csv"] = run.table;
@@ -100,14 +100,16 @@ RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunCont
                             {"wall_seconds", ens.seconds},
                             {"persisted_seeds", ctx.out.empty() ? "" : (ctx.out / "seeds").string()}};
   if (model.escape_time) out.info["simulation"]["escape_times"] = escapes;
+  if (!ens.records.empty() && !ens.records.front().empty()) out.info["simulation"]["runs"] = ens.records;
   out.summary = fmt::format("simulation{}: {} = {:g}, {} of {} seeds, t up to {:g}, {:.2f} s\n", describe(model, p), s.size_name,
                             s.simulate_size, ens.finished, ens.requested, s.times.back(), ens.seconds);
   const std::size_t n = ens.mean.rows();
-  if (n)
-    for (const auto& name : model.theory(p, 0)->observe(measured_initial_state(ens, model.theory(p, 0)->layout()), 0.0).names())
-      if (ens.mean.has_column(name))
-        out.summary += fmt::format("  final {:<12} {:.5f} ± {:.5f} (seed mean ± standard error)\n", name, ens.mean.number(n - 1, name),
-                                   ens.mean.number(n - 1, name + "_se"));
+  const auto theory = model.theory(p, 0);
+  const Observables names = n ? theory->observe(measured_initial_state(ens, theory->layout()), 0.0) : Observables();  // kept alive for the loop
+  for (const auto& name : names.names())
+    if (ens.mean.has_column(name))
+      out.summary += fmt::format("  final {:<12} {:.5f} ± {:.5f} (seed mean ± standard error)\n", name, ens.mean.number(n - 1, name),
+                                 ens.mean.number(n - 1, name + "_se"));
   finish(model, p, "simulate", out);
   if (ens.finished < ens.requested) {
     out.exit_code = 130;
