@@ -115,6 +115,11 @@ TEST_CASE("validate: GD and the reduced flow agree with an O(η) gap that halves
     CHECK(g.back() < 0.01);
   }
   for (const char* table : {"validate.csv", "validate_curves.csv", "convergence.csv", "drift.csv"}) CHECK(out.tables.count(table) == 1);
+  // Per step size: the flow's own record (kind, events) and gradient descent's (steps, identities).
+  const auto& finest = v["per_size"].back();
+  CHECK(finest["theory"]["flow"]["kind"] == "reduced");
+  CHECK(finest["theory"].contains("events"));
+  CHECK(finest["runs"][0]["steps"].get<long>() == 40000);  // t_max / (lr / 4)
   CHECK(out.tables.at("convergence.csv").rows() == 3);
 }
 

@@ -93,6 +93,7 @@ void finish_simulate(const Config& c, const Instance& in, RunOutput& out) {
                              run["steps_per_second"].get<double>());
   out.summary += last_row_line(sim, false);
   out.summary += "  invariants: " + run["invariants"].dump() + "\n";
+  for (const auto& f : run["identity_failures"]) out.summary += "  identity FAILS: " + f.get<std::string>() + "\n";
   if (!run["finite"].get<bool>()) {
     out.exit_code = 3;
     out.summary += "  numerical failure: the state became non-finite (rows after it are NaN)\n";
