@@ -22,6 +22,8 @@ struct Workspace {
   Eigen::VectorXd s;      ///< L: (−v, v*)
   Eigen::VectorXd d;      ///< L: 1 + C_cc
   Eigen::MatrixXd J;      ///< K×L: J2(i, c)
+  Eigen::MatrixXd H;      ///< K×L: s_c J2(i, c)
+  Eigen::VectorXd Cs;     ///< L: C s (linear activation)
   Eigen::MatrixXd G;      ///< K×L: Σ_c' s_c' J2(i, c') C_c'b
   Eigen::MatrixXd I3sum;  ///< K×L: Σ_c s_c I3(i, b, c)
   Eigen::MatrixXd I4sum;  ///< K×K: Σ_cd s_c s_d I4(i, k, c, d)
@@ -34,6 +36,8 @@ struct Workspace {
     s.resize(L);
     d.resize(L);
     J.resize(K, L);
+    H.resize(K, L);
+    Cs.resize(L);
     G.resize(K, L);
     I3sum.resize(K, L);
     I4sum.resize(K, K);
@@ -96,11 +100,11 @@ void evaluate(const Setup& st, const StateLayout& layout, const double* x, Works
 
   if (st.activation == Activation::linear) {
     // I3(i, b, c) = C_bc, I4 = C_cd, I2 = C_ic, J2 = 1.
-    const Eigen::VectorXd Cs = ws.C * ws.s;  // small (L); the linear case is never the hot path
-    ws.I3sum = Cs.transpose().replicate(K, 1);
-    ws.I4sum.setConstant(ws.s.dot(Cs));
+    ws.Cs.noalias() = ws.C * ws.s;
+    ws.I3sum = ws.Cs.transpose().replicate(K, 1);
+    ws.I4sum.setConstant(ws.s.dot(ws.Cs));
     ws.J2ik.setOnes();
-    ws.I2sum = Cs.head(K);
+    ws.I2sum = ws.Cs.head(K);
     return;
   }
 
@@ -108,7 +112,8 @@ void evaluate(const Setup& st, const StateLayout& layout, const double* x, Works
   for (int c = 0; c < L; ++c)
     for (int i = 0; i < K; ++i) ws.J(i, c) = two_over_pi / std::sqrt(ws.d(i) * ws.d(c) - ws.C(i, c) * ws.C(i, c));
   // Σ_c s_c I3(i, b, c) = Σ_c s_c J2(i,c) C_bc − C_ib/(1+C_ii) Σ_c s_c J2(i,c) C_ic = G_ib − C_ib G_ii / d_i.
-  ws.G.noalias() = (ws.J * ws.s.asDiagonal()) * ws.C;
+  ws.H = ws.J * ws.s.asDiagonal();
+  ws.G.noalias() = ws.H * ws.C;
   for (int b = 0; b < L; ++b)
     for (int i = 0; i < K; ++i) ws.I3sum(i, b) = ws.G(i, b) - ws.C(i, b) * ws.G(i, i) / ws.d(i);
   for (int i = 0; i < K; ++i) {
