@@ -5,8 +5,20 @@
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
+#include <vector>
 
 #include "hdat/committee/integrals.hpp"
+
+// glibc (≥ 2.35) ships vector variants of asin in libmvec (≤ 4 ulp; measured 2.6 ulp here against
+// 0.5 ulp for the scalar asin, and 7x faster): declaring asin `simd` lets the arcsine loop of the
+// η² term call them. Without libmvec the loop stays scalar.
+#if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
+    !defined(HDAT_NO_LIBMVEC)
+extern "C" {
+#pragma omp declare simd notinbranch
+double asin(double) noexcept;
+}
+#endif
 
 namespace hdat::committee {
 
@@ -29,6 +41,7 @@ struct Workspace {
   Eigen::MatrixXd I4sum;  ///< K×K: Σ_cd s_c s_d I4(i, k, c, d)
   Eigen::MatrixXd J2ik;   ///< K×K: J2(i, k)
   Eigen::VectorXd I2sum;  ///< K: Σ_c s_c I2(i, c)
+  std::vector<double> pair_weight;  ///< L(L+1)/2: s_c s_d, doubled off the diagonal, packed row by row (c ≤ d)
 
   void resize(int K, int L) {
     if (C.rows() == L && J.rows() == K) return;
@@ -43,6 +56,7 @@ struct Workspace {
     I4sum.resize(K, K);
     J2ik.resize(K, K);
     I2sum.resize(K);
+    pair_weight.resize(static_cast<std::size_t>(L) * (L + 1) / 2);
   }
 };
 
@@ -54,32 +68,37 @@ Workspace& workspace(int K, int L) {
 
 // Σ_cd s_c s_d asin(C'_cd / √((1 + C'_cc)(1 + C'_dd))) for the pair (i, k), C' the covariance
 // tilted by g'(u_i) g'(u_k): C'_cd = C_cd − a_c p_d − b_c q_d with a = C_{·i}, b = C_{·k} and
-// (p, q) = (I + C_{ik,ik})⁻¹ (a, b).
+// (p, q) = (I + C_{ik,ik})⁻¹ (a, b). The arguments of the upper triangle (c ≤ d) are packed into
+// one array so that the arcsines run as one vector loop (libmvec where available).
 double tilted_arcsine_sum(const Workspace& ws, int i, int k) {
   const int L = static_cast<int>(ws.C.rows());
   const double* a = ws.C.col(i).data();
   const double* b = ws.C.col(k).data();
   const double di = ws.d(i), dk = ws.d(k), cik = ws.C(i, k);
   const double inv_lambda4 = 1.0 / (di * dk - cik * cik);
-  double p[kMaxFields], q[kMaxFields], y[kMaxFields], arg[kMaxFields];
+  double p[kMaxFields], q[kMaxFields], y[kMaxFields];
   for (int c = 0; c < L; ++c) {
     p[c] = (dk * a[c] - cik * b[c]) * inv_lambda4;
     q[c] = (di * b[c] - cik * a[c]) * inv_lambda4;
     y[c] = 1.0 / std::sqrt(ws.d(c) - a[c] * p[c] - b[c] * q[c]);  // 1/√(1 + C'_cc)
   }
-  const double* s = ws.s.data();
-  double diagonal = 0, off = 0;
+  thread_local std::vector<double> arg;  // one per thread, allocated once
+  const std::size_t packed = ws.pair_weight.size();
+  if (arg.size() < packed) arg.resize(packed);
+  double* out = arg.data();
   for (int c = 0; c < L; ++c) {
     const double* Cc = ws.C.col(c).data();
     const double ac = a[c], bc = b[c], yc = y[c];
-    // c = d: C'_cc / (1 + C'_cc) = 1 − y_c².
-    diagonal += s[c] * s[c] * std::asin(1.0 - yc * yc);
-    for (int e = c + 1; e < L; ++e) arg[e] = (Cc[e] - ac * p[e] - bc * q[e]) * yc * y[e];
-    double row = 0;
-    for (int e = c + 1; e < L; ++e) row += s[e] * std::asin(arg[e]);
-    off += s[c] * row;
+    *out++ = 1.0 - yc * yc;  // c = d: C'_cc / (1 + C'_cc)
+    for (int e = c + 1; e < L; ++e) *out++ = (Cc[e] - ac * p[e] - bc * q[e]) * yc * y[e];
   }
-  return diagonal + 2 * off;
+  const double* w = ws.pair_weight.data();
+  const double* x = arg.data();
+  const long n = static_cast<long>(packed);
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (long j = 0; j < n; ++j) sum += w[j] * std::asin(x[j]);
+  return sum;
 }
 
 // Fill ws from the state: the covariance, then every integral sum the drift needs.
@@ -122,6 +141,8 @@ void evaluate(const Setup& st, const StateLayout& layout, const double* x, Works
     ws.I2sum(i) = two_over_pi * sum;
   }
   ws.J2ik = ws.J.leftCols(K);
+  for (int c = 0, j = 0; c < L; ++c)
+    for (int e = c; e < L; ++e) ws.pair_weight[j++] = (e == c ? 1.0 : 2.0) * ws.s(c) * ws.s(e);
   // The η² part: one pair (i ≤ k) per iteration, written by the thread that computes it.
   const int pairs = K * (K + 1) / 2;
   const bool parallel = threads != 1 && static_cast<long>(pairs) * L * L >= 4096;
