@@ -26,6 +26,8 @@ namespace {
 
 constexpr double two_over_pi = 2.0 / std::numbers::pi;
 constexpr int kMaxFields = 256;  // L = K + M; the pair kernel keeps its rows on the stack
+// Pairs × L² below which the η² loop runs on one thread (about 20 µs of arcsines).
+constexpr long kParallelWork = 8192;
 
 // What one evaluation of the right-hand side computes from the covariance, before the learning
 // rates and second-layer weights are applied (derivation.md §4). One per thread, reused.
@@ -102,17 +104,15 @@ double tilted_arcsine_sum(const Workspace& ws, int i, int k) {
 }
 
 // Fill ws from the state: the covariance, then every integral sum the drift needs.
-void evaluate(const Setup& st, const StateLayout& layout, const double* x, Workspace& ws, int threads) {
+void evaluate(const Setup& st, const BlockOffsets& at, const double* x, Workspace& ws, int threads) {
   const int K = st.K, M = st.M, L = K + M;
-  const auto Q = layout.view(x, "Q");
-  const auto R = layout.view(x, "R");
-  const auto T = layout.view(x, "T");
+  const Eigen::Map<const Eigen::MatrixXd> Q(x + at.Q, K, K), R(x + at.R, K, M), T(x + at.T, M, M);
   ws.C.topLeftCorner(K, K) = Q;
   ws.C.topRightCorner(K, M) = R;
   ws.C.bottomLeftCorner(M, K) = R.transpose();
   ws.C.bottomRightCorner(M, M) = T;
   if (st.train_v)
-    ws.s.head(K) = -layout.view(x, "v");
+    ws.s.head(K) = -Eigen::Map<const Eigen::VectorXd>(x + at.v, K);
   else
     ws.s.head(K) = -st.v0;
   ws.s.tail(M) = st.vstar;
@@ -143,25 +143,33 @@ void evaluate(const Setup& st, const StateLayout& layout, const double* x, Works
   ws.J2ik = ws.J.leftCols(K);
   for (int c = 0, j = 0; c < L; ++c)
     for (int e = c; e < L; ++e) ws.pair_weight[j++] = (e == c ? 1.0 : 2.0) * ws.s(c) * ws.s(e);
-  // The η² part: one pair (i ≤ k) per iteration, written by the thread that computes it.
+  // The η² part: one pair (i ≤ k) per iteration, written by the thread that computes it. Small
+  // systems stay out of OpenMP altogether (even an `if(false)` region costs a team set-up).
   const int pairs = K * (K + 1) / 2;
-  const bool parallel = threads != 1 && static_cast<long>(pairs) * L * L >= 4096;
-  const int nt = threads > 0 ? threads : omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (parallel)
-  for (int pair = 0; pair < pairs; ++pair) {
-    // pair → (i, k), i ≤ k, row by row of the upper triangle
-    int i = 0, rest = pair;
+  auto pair_term = [&](int pair) {
+    int i = 0, rest = pair;  // pair → (i, k), i ≤ k, row by row of the upper triangle
     while (rest >= K - i) rest -= K - i++;
     const int k = i + rest;
     const double value = ws.J(i, k) * two_over_pi * tilted_arcsine_sum(ws, i, k);
     ws.I4sum(i, k) = value;
     ws.I4sum(k, i) = value;
+  };
+  const int nt = threads > 0 ? threads : omp_get_max_threads();
+  if (nt > 1 && static_cast<long>(pairs) * L * L >= kParallelWork) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int pair = 0; pair < pairs; ++pair) pair_term(pair);
+  } else {
+    for (int pair = 0; pair < pairs; ++pair) pair_term(pair);
   }
 }
 
 }  // namespace
 
 CommitteeODE::CommitteeODE(const Setup& setup, int threads) : setup_(setup), layout_(setup.layout()), threads_(threads) {
+  offsets_.Q = layout_.block("Q").offset;
+  offsets_.R = layout_.block("R").offset;
+  offsets_.T = layout_.block("T").offset;
+  offsets_.v = setup_.train_v ? layout_.block("v").offset : -1;
   setup_.validate();
   if (setup_.fields() > kMaxFields)
     throw std::invalid_argument("CommitteeODE: K + M must be at most " + std::to_string(kMaxFields));
@@ -173,15 +181,14 @@ void CommitteeODE::operator()(const ConstVecRef& x, VecRef dxdt, double /*t*/) c
   const Setup& st = setup_;
   const int K = st.K, M = st.M;
   Workspace& ws = workspace(K, K + M);
-  evaluate(st, layout_, x.data(), ws, threads_);
+  evaluate(st, offsets_, x.data(), ws, threads_);
   const double lin = keep_[0] * st.eta, sq = keep_[1] * st.eta * st.eta;
   const double label = keep_[2] * st.eta * st.eta * st.noise * st.noise, wd = keep_[3] * st.wd;
-  const auto Q = layout_.view(x.data(), "Q");
-  const auto R = layout_.view(x.data(), "R");
+  const BlockOffsets& at = offsets_;
+  const Eigen::Map<const Eigen::MatrixXd> Q(x.data() + at.Q, K, K), R(x.data() + at.R, K, M);
   const auto v = -ws.s.head(K);  // s = (−v, v*)
-  auto dQ = layout_.view(dxdt.data(), "Q");
-  auto dR = layout_.view(dxdt.data(), "R");
-  layout_.view(dxdt.data(), "T").setZero();
+  Eigen::Map<Eigen::MatrixXd> dQ(dxdt.data() + at.Q, K, K), dR(dxdt.data() + at.R, K, M);
+  Eigen::Map<Eigen::MatrixXd>(dxdt.data() + at.T, M, M).setZero();
   for (int n = 0; n < M; ++n)
     for (int i = 0; i < K; ++i) dR(i, n) = lin * v(i) * ws.I3sum(i, K + n) - wd * R(i, n);
   for (int k = 0; k < K; ++k)
@@ -192,14 +199,14 @@ void CommitteeODE::operator()(const ConstVecRef& x, VecRef dxdt, double /*t*/) c
       dQ(i, k) = value;
       dQ(k, i) = value;
     }
-  if (st.train_v) layout_.view(dxdt.data(), "v") = (keep_[4] * st.eta_v) * ws.I2sum;
+  if (st.train_v) Eigen::Map<Eigen::VectorXd>(dxdt.data() + at.v, K) = (keep_[4] * st.eta_v) * ws.I2sum;
 }
 
 void CommitteeODE::parts(const ConstVecRef& x, Parts& out) const {
   const Setup& st = setup_;
   const int K = st.K, M = st.M, n = layout_.size();
   Workspace& ws = workspace(K, K + M);
-  evaluate(st, layout_, x.data(), ws, threads_);
+  evaluate(st, offsets_, x.data(), ws, threads_);
   for (Eigen::VectorXd* p : {&out.eta_linear, &out.eta_squared, &out.label_noise, &out.weight_decay, &out.second_layer})
     p->setZero(n);
   const Eigen::VectorXd v = -ws.s.head(K);

@@ -19,6 +19,11 @@
 
 namespace hdat::committee {
 
+/// Where the blocks start in the flat state (looked up once, not per right-hand-side call).
+struct BlockOffsets {
+  int Q = 0, R = 0, T = 0, v = -1;
+};
+
 class CommitteeODE final : public OdeTheory {
  public:
   /// threads <= 0: OpenMP's default; small systems run on one thread whatever the setting.
@@ -43,6 +48,7 @@ class CommitteeODE final : public OdeTheory {
  private:
   Setup setup_;
   StateLayout layout_;
+  BlockOffsets offsets_;
   int threads_;
   double keep_[5];  ///< 1 for every term, 0 for the broken one (testing only), in term_names() order
 };
