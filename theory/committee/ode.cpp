@@ -26,8 +26,10 @@ namespace {
 
 constexpr double two_over_pi = 2.0 / std::numbers::pi;
 constexpr int kMaxFields = 256;  // L = K + M; the pair kernel keeps its rows on the stack
-// Pairs × L² below which the η² loop runs on one thread (about 20 µs of arcsines).
-constexpr long kParallelWork = 8192;
+// Pairs × L² below which the η² loop runs on one thread: about 100 µs of arcsines, so that a
+// thread's share outweighs the fork/join (and, on an oversubscribed machine, the wait at the
+// barrier for a descheduled thread: measured here at milliseconds per region under load 13 on 2 cores).
+constexpr long kParallelWork = 1L << 17;
 
 // What one evaluation of the right-hand side computes from the covariance, before the learning
 // rates and second-layer weights are applied (derivation.md §4). One per thread, reused.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hdat/core/layout.hpp"
+#include "hdat/core/params.hpp"
 
 namespace hdat::committee {
 
@@ -77,5 +78,15 @@ Overlaps unpack(const Setup& s, const Eigen::VectorXd& x);
 void field_covariance(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& R, const Eigen::MatrixXd& T, Eigen::MatrixXd& C);
 /// The signed readout weights s = (−v, v*) (L): Δ = σζ + Σ_c s_c g(u_c).
 Eigen::VectorXd readout_signs(const Eigen::VectorXd& v, const Eigen::VectorXd& vstar);
+
+/// The model's own keys (spec "Parameters"; the harness adds the shared ones: t_max, seeds, ...),
+/// with ranges, one-line docs, the conditions where they apply, and the test-only `break_term`.
+ParamSet& declare_model_keys(ParamSet& set);
+/// Cross-key checks (lengths of vstar and v0, shapes and validity of Q0/R0/T0 ...); throws
+/// InputError naming the key.
+void check(const Params& p);
+Setup setup_from(const Params& p);
+/// Q0, R0, T0 (and v0) as a state of s.layout(); InputError unless all three are given.
+Eigen::VectorXd given_initial_state(const Params& p, const Setup& s);
 
 }  // namespace hdat::committee
