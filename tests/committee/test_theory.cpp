@@ -110,7 +110,7 @@ TEST_CASE("the bulk right-hand side equals the spec's sums of the scalar closed 
 }
 
 TEST_CASE("the right-hand side does not depend on the thread count") {
-  const Setup s = full_setup(7, 6, Activation::erf);  // 28 pairs x 169 fields^2: the parallel path
+  const Setup s = full_setup(16, 16, Activation::erf);  // 136 pairs x 32^2 fields: above the parallel threshold
   const Eigen::VectorXd x = pack(s, random_overlaps(s, 5));
   const Eigen::VectorXd one = rhs(CommitteeODE(s, 1), x), two = rhs(CommitteeODE(s, 2), x), four = rhs(CommitteeODE(s, 4), x);
   CHECK(one == two);
