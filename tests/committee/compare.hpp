@@ -39,28 +39,31 @@ inline DriftCheck drift_check(OnlineSGD& sim, const CommitteeODE& theory, long s
   const Eigen::VectorXd x = sim.state();
   const DriftTerms th = theory.terms(x);
   const std::size_t nt = th.size();
-  std::vector<Eigen::VectorXd> sum(nt), sq(nt);
+  // Moments of the increments shifted by the first one (exactly zero variance for a deterministic entry).
+  std::vector<Eigen::VectorXd> shift(nt), sum(nt), sq(nt);
   for (long s = 0; s < samples; ++s) {
     const DriftTerms inc = sim.increment();
-    if (s == 0)
-      for (std::size_t k = 0; k < nt; ++k) sum[k] = sq[k] = Eigen::VectorXd::Zero(x.size());
     for (std::size_t k = 0; k < nt; ++k) {
       if (inc.name(k) != th.name(k)) throw std::logic_error("drift_check: terms differ");
-      sum[k] += inc.value(k);
-      sq[k] += inc.value(k).cwiseAbs2();
+      if (s == 0) {
+        shift[k] = inc.value(k);
+        sum[k] = sq[k] = Eigen::VectorXd::Zero(x.size());
+      }
+      const Eigen::VectorXd d = inc.value(k) - shift[k];
+      sum[k] += d;
+      sq[k] += d.cwiseAbs2();
     }
   }
   const double bias = 2.0 * sim.setup().fields() / sim.dimension();
   DriftCheck out;
   for (std::size_t k = 0; k < nt; ++k) {
-    const Eigen::VectorXd mean = sum[k] / samples;
-    const Eigen::VectorXd se = ((sq[k] / samples - mean.cwiseAbs2()).cwiseMax(0.0) / (samples - 1.0)).cwiseSqrt();
+    const Eigen::VectorXd shifted = sum[k] / samples, mean = shift[k] + shifted;
+    const Eigen::VectorXd se = ((sq[k] / samples - shifted.cwiseAbs2()).cwiseMax(0.0) / (samples - 1.0)).cwiseSqrt();
     const double scale = th.value(k).lpNorm<Eigen::Infinity>();
     double zmax = 0, rmax = 0;
     for (Eigen::Index j = 0; j < mean.size(); ++j) {
       const double dev = std::fabs(th.value(k)(j) - mean(j));
-      // A deterministic entry (weight decay) has se = 0 up to the rounding of the sums.
-      const double sej = se(j) > 1e-9 * std::fabs(mean(j)) ? se(j) : 0.0;
+      const double sej = se(j);  // 0 for a deterministic entry (weight decay)
       if (sej > 0) zmax = std::max(zmax, dev / sej);
       const double allowed = 4 * sej + bias * scale;
       rmax = std::max(rmax, allowed > 0 ? dev / allowed : (dev > 0 ? std::numeric_limits<double>::infinity() : 0.0));
