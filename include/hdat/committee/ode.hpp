@@ -34,7 +34,7 @@ class CommitteeODE final : public OdeTheory {
   /// The drift in its named terms (Setup::active_terms()), exact (no standard errors).
   DriftTerms terms(const Eigen::VectorXd& x) const override;
   /// "eg": the generalisation error of the state (exact).
-  Observables observe(const Eigen::VectorXd& x) const override;
+  Observables observe(const Eigen::VectorXd& x, double t) const override;
 
   double generalisation_error(const Eigen::VectorXd& x) const;
   const Setup& setup() const { return setup_; }
