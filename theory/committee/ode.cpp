@@ -252,7 +252,7 @@ double CommitteeODE::generalisation_error(const Eigen::VectorXd& x) const {
   return committee::generalisation_error(setup_.activation, C, readout_signs(o.v, setup_.vstar));
 }
 
-Observables CommitteeODE::observe(const Eigen::VectorXd& x) const {
+Observables CommitteeODE::observe(const Eigen::VectorXd& x, double /*t*/) const {
   Observables o;
   o.add("eg", generalisation_error(x));
   return o;
