@@ -105,7 +105,13 @@ py::dict integrate_py(const py::object& f, const Array& x0, const Array& times, 
   // Built here, with the GIL: copying the Python function bumps its reference count.
   const OdeSystem system = PythonSystem{f, n, &failure};
   IntegrateSummary summary;
-  const bool interrupted_by_user = run_guarded([&] { summary = integrate(system, x, t0, t, observe, o); });
+  const bool interrupted_by_user = run_guarded([&] {
+    // One Python thread state for the worker for the whole run (taken, then the GIL let go): each call
+    // of f then only takes the GIL, instead of creating and destroying a thread state every time.
+    py::gil_scoped_acquire thread_state;
+    py::gil_scoped_release running;
+    summary = integrate(system, x, t0, t, observe, o);
+  });
 
   if (failure.error && !interrupted_by_user) std::rethrow_exception(failure.error);
   const auto k = static_cast<py::ssize_t>(seen.size());

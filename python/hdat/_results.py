@@ -22,15 +22,23 @@ def new_folder():
 
 
 def copy_folder(source, target):
-    """Every file of `source` (recursively) into `target`; returns target as a Path."""
+    """Every file of `source` (recursively) into `target`, as if the run had written them there: where
+    a text file names the source folder (run.json's persisted seeds, a gnuplot script's data files) it
+    names the target. Returns target as a Path."""
     source, target = Path(source), Path(target)
     if source.resolve() == target.resolve():
         return target
+    old, new = str(source).encode(), str(target).encode()
     for path in sorted(source.rglob("*")):
         if path.is_file():
             dest = target / path.relative_to(source)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, dest)
+            content = path.read_bytes()
+            if path.suffix != ".png" and old in content:
+                dest.write_bytes(content.replace(old, new))
+                shutil.copystat(path, dest)
+            else:
+                shutil.copy2(path, dest)
     return target
 
 
