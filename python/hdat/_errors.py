@@ -31,3 +31,7 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, message="interrupted", result=None):
         super().__init__(message)
         self.result = result
+
+
+for _cls in (InputError, NumericalError, Interrupted):
+    _cls.__module__ = "hdat"  # tracebacks say hdat.InputError, where users meet it
