@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -17,12 +18,19 @@ namespace hdat::python {
 
 namespace {
 
+// Guarded runs in progress (several Python threads may each run one). The interrupt flag is the
+// process's: it is lowered only when no other run could be stopping because of it, and descriptor 2
+// is redirected by one run at a time.
+std::atomic<int> g_active_runs{0};
+std::atomic<bool> g_forwarding{false};
+
 // Descriptor 2 redirected into a pipe that the waiting thread empties into sys.stderr, whole lines
 // at a time (a progress line on a pipe ends with a newline).
 class StderrForward {
  public:
   explicit StderrForward(bool on) {
-    if (!on) return;
+    if (!on || g_forwarding.exchange(true)) return;  // another run forwards already (its copy takes ours too)
+    owner_ = true;
     std::fflush(stderr);
     int fds[2];
     if (pipe(fds) != 0) return;
@@ -38,7 +46,11 @@ class StderrForward {
   }
   StderrForward(const StderrForward&) = delete;
   StderrForward& operator=(const StderrForward&) = delete;
-  ~StderrForward() { restore(); }
+  ~StderrForward() {
+    restore();
+    if (read_end_ >= 0) close(read_end_);
+    if (owner_) g_forwarding = false;
+  }
 
   /// Forward the complete lines written so far (GIL held).
   void pump(bool everything = false) {
@@ -77,6 +89,7 @@ class StderrForward {
     close(saved_);
     saved_ = -1;
   }
+  bool owner_ = false;  // this run redirected descriptor 2 (and releases g_forwarding)
   int saved_ = -1, read_end_ = -1;
   std::string pending_;
 };
@@ -84,7 +97,7 @@ class StderrForward {
 }  // namespace
 
 bool run_guarded(const std::function<void()>& work, const GuardOptions& options) {
-  clear_interrupt();
+  if (g_active_runs++ == 0) clear_interrupt();
   std::mutex mutex;
   std::condition_variable finished;
   bool done = false;
@@ -133,7 +146,7 @@ bool run_guarded(const std::function<void()>& work, const GuardOptions& options)
     worker.join();
   }
   forward.finish();
-  clear_interrupt();
+  if (--g_active_runs == 0) clear_interrupt();
   if (signal_error) std::rethrow_exception(signal_error);
   if (error && !user_interrupt) std::rethrow_exception(error);
   return user_interrupt;

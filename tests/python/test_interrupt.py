@@ -94,3 +94,22 @@ def test_progress_is_shown_and_can_be_turned_off(tmp_path, capsys):
     assert "sweep specialization (curve): 2 points on" in capsys.readouterr().err
     hdat.sweep("specialization", grid=grid, out=tmp_path / "b", quiet=True, mc_samples=512, t_max=5, n_points=5)
     assert capsys.readouterr().err == ""
+
+
+def test_two_python_threads_run_commands_at_once(capsys):
+    # Each call has its own worker; the results are those of the same calls one after the other.
+    keys = [dict(mc_samples=512, t_max=5, n_points=5, eta=eta, threads=1) for eta in (0.5, 2.0)]
+    results = [None, None]
+
+    def work(i):
+        results[i] = hdat.curve("specialization", **keys[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(2):
+        alone = hdat.curve("specialization", quiet=True, **keys[i])
+        assert results[i] is not None and results[i].table.equals(alone.table)
+    assert hdat.curve("specialization", quiet=True, **keys[0]).exit_code == 0
