@@ -119,7 +119,8 @@ def compare_folders(python_dir, cli_a, cli_b):
             bad = {k for k in volatile if not VOLATILE.search(_key_of(k))}
             assert not bad, f"{name}: two command-line runs differ in {sorted(bad)}, which are not clocks"
             diff = {k for k in _json_differences(ja, jp) if k not in volatile and not VOLATILE.search(_key_of(k))}
-            assert not diff, f"{name}: the Python run differs from the command line's in {sorted(diff)}"
+            hint = " (the hdat program and the module come from different builds: build both)" if "git_revision" in diff else ""
+            assert not diff, f"{name}: the Python run differs from the command line's in {sorted(diff)}{hint}"
             excluded |= {f"{name}:{_key_of(k)}" for k in volatile | (_json_differences(ja, jp) - diff)}
         elif name.endswith(".csv"):
             volatile = _csv_differences(a, b, cli_a, cli_b)
