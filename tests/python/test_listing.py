@@ -46,7 +46,7 @@ def test_every_key_as_hdat_list_model_shows_it():
 
 
 def test_result_summary_and_repr_are_readable():
-    r = hdat.curve("specialization", mc_samples=512, t_max=5, n_points=5, quiet=True)
+    r = hdat.curve("specialization", mc_samples=512, t_max=5, n_points=5, quiet=True, threads=1)
     text = repr(r)
     assert text.startswith("<hdat curve specialization: exit code 0; curve.csv (6 rows x")
     assert r.summary.strip() in text and str(r) == r.summary.rstrip()
