@@ -337,14 +337,14 @@ Params resolve(const ParamSet& set, const json& config, const std::vector<std::p
     if (!s) throw InputError(key, fmt::format("unknown key (from {}); allowed keys: {}", origin, close_keys(set, key)));
     flat[key] = check_value(*s, value);
   };
+  if (!config.is_null()) {
+    const json f = flatten_config(config, set);
+    for (auto it = f.begin(); it != f.end(); ++it) apply(it.key(), it.value(), "--config");
+  }
   std::set<std::string> given;
   if (!config.is_null()) {
-    // A named local: iterating `flatten_config(...).items()` would iterate a destroyed temporary.
-    const json f = flatten_config(config, set);
-    for (auto it = f.begin(); it != f.end(); ++it) {
-      apply(it.key(), it.value(), "--config");
-      given.insert(it.key());
-    }
+    const json flat_config = flatten_config(config, set);
+    for (auto it = flat_config.begin(); it != flat_config.end(); ++it) given.insert(it.key());
   }
   for (const auto& [k, v] : assignments) {
     apply(k, v, "--set");
