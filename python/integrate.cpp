@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "convert.hpp"
+#include "hdat/core/error.hpp"
 #include "hdat/core/integrate.hpp"
 #include "hdat/core/layout.hpp"
 #include "hdat/core/progress.hpp"
@@ -76,8 +77,14 @@ py::dict integrate_py(const py::object& f, const Array& x0, const Array& times, 
   if (!blocks.empty() && layout.size() != n) throw py::value_error("the blocks hold " + std::to_string(layout.size()) + " values, x0 " + std::to_string(n));
 
   IntegrateOptions o;
-  o.stepper = method, o.rtol = rtol, o.atol = atol, o.initial_step = initial_step, o.max_step = max_step, o.max_steps = max_steps;
+  try {
+    o.stepper = stepper_from_name(method);
+  } catch (const InputError& e) {  // the Python keyword is `method`
+    throw InputError("method", std::string(e.what()).substr(std::string("parameter 'stepper': ").size()));
+  }
+  o.rtol = rtol, o.atol = atol, o.initial_step = initial_step, o.max_step = max_step, o.max_steps = max_steps;
   o.log_time = log_time, o.time_scale = time_scale, o.divergence = divergence;
+  o.validate();  // InputError naming the option, before anything runs
   if (!blocks.empty()) o.component_name = [&layout](int k) { return layout.component_name(k); };
 
   PythonFailure failure;
@@ -155,6 +162,7 @@ void bind_integrate(py::module_& m) {
       .def("to_dict", [](const IntegrateSummary& s) { return to_python(s.to_json()); })
       .def("__repr__", [](const IntegrateSummary& s) { return "<hdat.Summary " + s.brief() + ">"; })
       .def("__str__", &IntegrateSummary::report);
+  m.def("methods", &stepper_names, "the steppers of hdat::integrate");
   m.def("integrate", &integrate_py, py::arg("f"), py::arg("x0"), py::arg("t"), py::arg("blocks"), py::arg("method"), py::arg("rtol"),
         py::arg("atol"), py::arg("initial_step"), py::arg("max_step"), py::arg("max_steps"), py::arg("log_time"), py::arg("time_scale"),
         py::arg("divergence"), py::arg("monitor"), "hdat::integrate of a Python f(t, x) -> dx/dt at the times t (t[0] is the start)");
