@@ -103,9 +103,10 @@ RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunCont
   out.summary = fmt::format("simulation{}: {} = {:g}, {} of {} seeds, t up to {:g}, {:.2f} s\n", describe(model, p), s.size_name,
                             s.simulate_size, ens.finished, ens.requested, s.times.back(), ens.seconds);
   const std::size_t n = ens.mean.rows();
-  if (n)
-    for (const auto& name : model.theory(p, 0)->observe(measured_initial_state(ens, model.theory(p, 0)->layout()), 0.0).names())
-      if (ens.mean.has_column(name))
+  const auto theory = model.theory(p, 0);
+  const Observables theory_observables = n ? theory->observe(measured_initial_state(ens, theory->layout()), 0.0) : Observables();
+  for (const auto& name : theory_observables.names())
+    if (ens.mean.has_column(name))
         out.summary += fmt::format("  final {:<12} {:.5f} ± {:.5f} (seed mean ± standard error)\n", name, ens.mean.number(n - 1, name),
                                    ens.mean.number(n - 1, name + "_se"));
   finish(model, p, "simulate", out);

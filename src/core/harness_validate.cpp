@@ -87,9 +87,11 @@ TrajectoryValidation validate_trajectories(const DynamicsModel& model, const Par
 
   // Quantities compared: the observables both sides have, then every block column.
   std::vector<std::string> observables;
-  if (!runs.empty())
-    for (const auto& name : model.theory(p, 0)->observe(runs.front().theory.run.initial, s.times.front()).names())
+  if (!runs.empty()) {
+    const Observables at_start = model.theory(p, 0)->observe(runs.front().theory.run.initial, s.times.front());
+    for (const auto& name : at_start.names())
       if (runs.front().ensemble.mean.has_column(name)) observables.push_back(name);
+  }
   std::vector<std::string> quantities = observables;
   for (const auto& c : layout.columns()) quantities.push_back(c);
   const auto block_of = blocks_of(observables, layout);
