@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/geometry/analysis.hpp"
 #include "hdat/llama/checkpoint.hpp"
@@ -25,6 +26,7 @@ Run run_geometry(const GeometrySource& source, const Params& params, RunContext&
     run.output = geometry::analyze_model(source.model_file.empty() ? llama::kDefaultModelFile : source.model_file, params, ctx);
   }
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.finished_at = now_iso8601();
   return run;
 }
 

@@ -37,12 +37,14 @@ Run run_command(const ModelEntry& model, const std::string& command, const Param
   const auto start = std::chrono::steady_clock::now();
   run.output = f(params, ctx);
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.finished_at = now_iso8601();
   return run;
 }
 
 nlohmann::json run_record(const Run& run) {
   nlohmann::json rec = provenance();
   if (!run.command_line.empty()) rec["command_line"] = run.command_line;
+  if (!run.finished_at.empty()) rec["date"] = run.finished_at;
   rec["model"] = run.model->name;
   rec["command"] = run.command;
   rec["config"] = run.params.nested();

@@ -16,6 +16,8 @@ SPEC = {"mc_samples": 512, "t_max": 5, "n_points": 5}
 SPEC_SIM = dict(SPEC, D=100, seeds=2, test_size=200)
 POL = {"T": 3, "t_max": 10, "points": 5, "figures": False}
 TIED = {"T": 1, "alphas": [0.2, 0.4], "d": 20, "seeds": 1, "bayes": False}
+COMMITTEE = {"K": 2, "M": 2, "t_max": 5, "n_points": 5}
+COMMITTEE_SIM = dict(COMMITTEE, N=100, seeds=2, test_size=200)
 SINKS = {"width": 16, "heads": 2, "steps": 20, "batch": 8, "n_train": 200, "n_eval": 50, "eval_every": 10, "vocab": 20, "n_tokens": 5}
 
 # Small settings of every command of every model (a model or command added to the registry must add
@@ -32,6 +34,9 @@ SMALL = {
     ("tied-attention", "curve"): TIED,
     ("tied-attention", "simulate"): TIED,
     ("tied-attention", "validate"): dict(TIED, dims=[20, 30]),
+    ("committee", "curve"): COMMITTEE,
+    ("committee", "simulate"): COMMITTEE_SIM,
+    ("committee", "validate"): dict(COMMITTEE_SIM, dims=[100, 200]),
     ("sinks", "simulate"): SINKS,
 }
 ELSEWHERE = {("geometry", "geometry"): "test_geometry_of_exported_maps (hdat.geometry)"}

@@ -77,7 +77,7 @@ def test_other_threads_run_while_a_command_computes():
     worker = threading.Thread(target=tick)
     worker.start()
     try:
-        r = hdat.curve("specialization", mc_samples=8000, t_max=50, n_points=20, quiet=True, threads=1)
+        r = hdat.curve("specialization", mc_samples=20000, t_max=100, n_points=20, quiet=True, threads=1)  # long enough (> 0.5 s) to watch the other thread
     finally:
         stop.set()
         worker.join()

@@ -31,6 +31,7 @@ struct Run {
   Params params;
   RunOutput output;
   double wall_seconds = 0;
+  std::string finished_at;   ///< when the command returned (run.json's date: one record per run, however often written)
   std::string command_line;  ///< run.json's command_line when not the process's (the Python call)
 };
 
