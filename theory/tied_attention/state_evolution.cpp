@@ -81,7 +81,7 @@ StateEvolutionRun StateEvolution::run(double alpha, int steps) const {
       if (next <= opt_.recovery_floor * Q0_) {
         r.perfect_recovery = r.converged = true;
         r.message = "perfect recovery at step " + std::to_string(t + 1);
-      } else if (std::fabs(next - v) <= opt_.tol * Q0_) {
+      } else if (std::fabs(next - v) <= opt_.tol * v) {  // relative: a decay to 0 is not a fixed point
         r.converged = true;
         r.message = "converged at step " + std::to_string(t + 1);
       }

@@ -262,8 +262,12 @@ void Amp::refresh_fields(const AmpData& data, const RieResult& r, State& st, Amp
   st.h = th < 1 ? Eigen::MatrixXd(th * h + (1 - th) * st.h) : h;
   sum.fields_seconds += seconds_since(t0);
   t0 = Clock::now();
-  const Eigen::MatrixXd D = divided_differences(r.eigenvalues, r.shrunk, r.shrunk_slope);
-  st.V = amp_onsager(data, P, D) / st.Lambda;
+  if (opt_.averaged_onsager) {
+    st.V = data.gram * (r.divergence / (st.Lambda * st.N));
+  } else {
+    const Eigen::MatrixXd D = divided_differences(r.eigenvalues, r.shrunk, r.shrunk_slope);
+    st.V = amp_onsager(data, P, D) / st.Lambda;
+  }
   sum.onsager_seconds += seconds_since(t0);
 }
 

@@ -52,6 +52,9 @@ struct AmpOptions {
   double damping = 1.0;          ///< θ in (0, 1]: x ← θ x_new + (1 − θ) x for Ŝ, v, g (1: none)
   double recovery_floor = 1e-12; ///< AMP's variance estimate below floor · Q0: perfect recovery, stop
   RieOptions rie;                ///< shrinkage_factor: test only
+  /// Test only: the Onsager matrix averaged over samples, V_μ = ⟨Z_μe, Z_μf⟩ div/(Λ N), as for an
+  /// i.i.d. design (derivation.md §10.3: with x xᵀ sensing this iteration diverges).
+  bool averaged_onsager = false;
   void validate() const;         ///< InputError naming the setting
 };
 

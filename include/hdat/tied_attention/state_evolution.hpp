@@ -24,7 +24,7 @@ struct StateEvolutionOptions {
   double noise = 0;                         ///< Δ
   std::shared_ptr<const TargetLaw> prior;   ///< μ0: the target's law (Wishart limit or a finite-d spectrum)
   int max_iter = 1000;                      ///< steps when run to convergence
-  double tol = 1e-10;                       ///< |v_{t+1} − v_t| <= tol · Q0
+  double tol = 1e-9;                        ///< |v_{t+1} − v_t| <= tol · v_t
   double recovery_floor = 1e-12;            ///< v <= floor · Q0: perfect recovery (v = 0 is a fixed point)
   QuadratureOptions quadrature;
   ChannelInformationOptions information;    ///< sampling of the hardmax channel's update
