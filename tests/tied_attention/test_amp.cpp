@@ -341,8 +341,8 @@ TEST_CASE("AMP with a wrong shrinkage or the averaged Onsager term leaves the st
   o.rie.shrinkage_factor = 0.5;  // too little shrinkage (its Jacobian stays positive: AMP still runs)
   const AmpSummary bad = Amp(o).run(ad);
   CHECK(bad.termination == "max_iter");
-  // The Onsager matrix averaged over samples (right for an i.i.d. design) makes AMP diverge
-  // (d = 60, α = 0.2; the per-sample one converges on the same data).
+  // The Onsager matrix averaged over samples (right for an i.i.d. design) leaves AMP oscillating
+  // with a larger error (d = 60, α = 0.2); the per-sample one converges on the same data.
   ts.d = 60;
   const SensingData small = make_sensing_data(ts, std::lround(0.2 * 60 * 60), 0.1, 1, 0);
   o.rie.shrinkage_factor = 1.0;
@@ -351,8 +351,9 @@ TEST_CASE("AMP with a wrong shrinkage or the averaged Onsager term leaves the st
   const AmpSummary averaged = Amp(o).run(amp_data(small));
   CAPTURE(per_sample.brief());
   CAPTURE(averaged.brief());
-  CHECK(per_sample.last().mse < 1.0);
-  CHECK(averaged.last().mse > 10 * per_sample.last().mse);
+  CHECK(per_sample.final_residual < 1e-3);
+  CHECK(averaged.final_residual > 100 * per_sample.final_residual);
+  CHECK(averaged.last().mse > 1.1 * per_sample.last().mse);
   CAPTURE(se);
   CAPTURE(good.brief());
   CAPTURE(bad.brief());

@@ -38,7 +38,7 @@ const ParamSet& param_set() {
                 "AMP's RIE denoiser: law (the target family's spectral law: sqrt(kappa0) MP, or the finite-d power law) | "
                 "oracle (the sampled target's own spectrum; the state evolution is then paired per seed)")
         .integer("amp_max_iter", 60, "AMP iterations at most (also the length of the compared trajectories)", Range::between(1, 10000))
-        .real("amp_tol", 1e-7, "AMP stops when |S_t+1 - S_t|_F <= amp_tol |S_t+1|_F", Range::open_between(0, 1))
+        .real("amp_tol", 1e-5, "AMP stops when |S_t+1 - S_t|_F <= amp_tol |S_t+1|_F", Range::open_between(0, 1))
         .real("amp_damping", 1.0, "AMP damping theta in (0, 1] (1: none; the per-iteration state evolution is exact only "
                                   "without damping)", Range{0.0, 1.0, true, false})
         .integer("se_samples", 65536, "QMC points of the hardmax channel's Bayes update (state evolution)",

@@ -1,6 +1,7 @@
 #include "hdat/tied_attention/rie.hpp"
 
 #include <Eigen/Eigenvalues>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -30,14 +31,35 @@ RieSpectrum RieDenoiser::shrink(const Eigen::VectorXd& lambda, double delta) con
   // eigenvalues of R at finite d spill beyond the support of μ_δ).
   const SubordinatedLaw law(prior_, delta);
   const double f = opt_.shrinkage_factor;
+  // ξ = x − 2f δ²H = x − 2f (x − u), u = ψ⁻¹(x);  ξ' = 1 − 2f (1 − 1/ψ').
+  auto at_u = [&](double x, double u) { return x - 2 * f * (x - u); };
+  const auto& S = law.support();
+  const auto& U = law.u_pieces();
   for (Eigen::Index i = 0; i < lambda.size(); ++i) {
     const double x = lambda(i);
     if (!std::isfinite(x)) throw NumericalError("RIE: non-finite eigenvalue of R");
+    // Finite d: eigenvalues of R outside the support of μ_δ (where the d → ∞ law puts none) would get
+    // the analytic continuation, whose slope is infinite just outside every edge (ψ' → 0 there) and
+    // which falls below the PSD prior's range on the left: AMP then cycles on such an outlier. They
+    // get the edge values instead: constant beyond the outer edges, linear across an inner gap
+    // (derivation.md §10.2; no effect on the state evolution).
+    if (x < S.front().lo || x > S.back().hi) {
+      const bool low = x < S.front().lo;
+      s.xi(i) = low ? at_u(S.front().lo, U.front().lo) : at_u(S.back().hi, U.back().hi);
+      s.dxi(i) = 0;
+      continue;
+    }
+    const auto k = static_cast<std::size_t>(
+        std::upper_bound(S.begin(), S.end(), x, [](double v, const Interval& iv) { return v < iv.lo; }) - S.begin() - 1);
+    if (x > S[k].hi) {  // inner gap between pieces k and k + 1
+      const double a = at_u(S[k].hi, U[k].hi), b = at_u(S[k + 1].lo, U[k + 1].lo);
+      s.dxi(i) = (b - a) / (S[k + 1].lo - S[k].hi);
+      s.xi(i) = a + s.dxi(i) * (x - S[k].hi);
+      continue;
+    }
     const double u = law.psi_inverse(x);
-    const double dpsi = law.psi_derivative(u);
-    // ξ = x − 2f δ²H = x − 2f (x − u);  ξ' = 1 − 2f (1 − 1/ψ').
-    s.xi(i) = x - 2 * f * (x - u);
-    s.dxi(i) = 1 - 2 * f * (1 - 1 / std::max(dpsi, 1e-300));
+    s.xi(i) = at_u(x, u);
+    s.dxi(i) = 1 - 2 * f * (1 - 1 / std::max(law.psi_derivative(u), 1e-300));
   }
   return s;
 }

@@ -351,6 +351,24 @@ BayesColumn bayes_column(const Params& p, const std::shared_ptr<const TargetLaw>
   return c;
 }
 
+Table bayes_gap_table(const Table& scan, const std::vector<double>& alphas, const BayesColumn& bayes) {
+  Table t({"alpha", "bayes_mse", "best_erm_mse", "lambda_star", "gap", "ratio"});
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
+    double best = kNaN, lam = kNaN;
+    for (std::size_t i = 0; i < scan.rows(); ++i) {
+      if (scan.number(i, "alpha") != alphas[ia] || scan.text(i, "training") != "factorized" || scan.number(i, "converged") != 1)
+        continue;
+      if (!(scan.number(i, "mse") >= best)) {
+        best = scan.number(i, "mse");
+        lam = scan.number(i, "lambda");
+      }
+    }
+    const double b = bayes.mse[ia];
+    t.add_row({alphas[ia], b, best, lam, best - b, best / b});
+  }
+  return t;
+}
+
 json bayes_perfect_recovery(const Params& p, double rank_fraction) {
   const BayesChannel ch = bayes_channel_of(p);
   if (p.real("noise") > 0 || ch == BayesChannel::hardmax) return nullptr;

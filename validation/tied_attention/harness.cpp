@@ -724,6 +724,7 @@ RunOutput curve_command(const Params& p, RunContext& ctx) {
     Table scan;
     out.tables["compare.csv"] = theory_lambda_compare(p, alphas, target, ctx.threads, scan);
     out.tables["lambda_scan.csv"] = scan;
+    if (!bayes.mse.empty()) out.tables["bayes_gap.csv"] = bayes_gap_table(scan, alphas, bayes);
     out.info["compare"] = "compare.csv: the lambda of lambda_grid with the lowest theoretical test error, for the trace "
                           "penalty (factorised W, weight decay) and the Frobenius penalty (direct S)";
   }

@@ -26,6 +26,9 @@ struct BayesColumn {
   nlohmann::json info;
 };
 BayesColumn bayes_column(const Params& p, const std::shared_ptr<const TargetLaw>& target, const std::vector<double>& alphas);
+/// The gap between the best ERM (factorised training, λ of the scanned grid minimising the
+/// theoretical MSE) and the Bayes-optimal error, per α: bayes_gap.csv. `scan` is curve's lambda_scan.csv.
+Table bayes_gap_table(const Table& scan, const std::vector<double>& alphas, const BayesColumn& bayes);
 /// α_PR where perfect recovery exists (Δ = 0, linear or softmax channel), else null.
 nlohmann::json bayes_perfect_recovery(const Params& p, double rank_fraction);
 

@@ -8,6 +8,8 @@
 // divergence of R ↦ Ŝ in orthonormal coordinates of Sym_d (Daleckii–Krein):
 //   div = Σ_i ξ'(λ_i) + Σ_{i<j} (ξ(λ_i) − ξ(λ_j))/(λ_i − λ_j),   ξ'(λ) = 2/ψ'(ψ⁻¹(λ)) − 1.
 // μ0 is any TargetLaw: the Wishart limit (√κ0·MP) or a finite-d spectrum (DiscreteTarget).
+// Eigenvalues of R outside the support of μ_δ (finite d) get the edge values of ξ: constant beyond
+// the outer edges, linear across inner gaps (the continuation's slope is infinite at the edges).
 #include <Eigen/Dense>
 #include <memory>
 
