@@ -41,7 +41,7 @@ const ParamSet& param_set() {
         .real("amp_tol", 1e-5, "AMP stops when |S_t+1 - S_t|_F <= amp_tol |S_t+1|_F", Range::open_between(0, 1))
         .real("amp_damping", 1.0, "AMP damping theta in (0, 1] (1: none; the per-iteration state evolution is exact only "
                                   "without damping)", Range{0.0, 1.0, true, false})
-        .integer("se_samples", 65536, "QMC points of the hardmax channel's Bayes update (state evolution)",
+        .integer("se_samples", 16384, "QMC points of the hardmax channel's Bayes update (state evolution)",
                  Range::between(1024, 1 << 24))
         .choice("break_term", "none", {"none", "denoiser", "channel"},
                 "test only: break one term of the theory (denoiser: the prior side, d_delta J x 1.25 for ERM and the RIE "
