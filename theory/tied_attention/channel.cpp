@@ -12,6 +12,16 @@ namespace hdat::tied {
 namespace {
 constexpr int kOut = 9;  // f, ∂_Σ f, pathwise ∂_m, Σ c_e [∇²f]_ee, test, test_clean, train, iterations, switched
 constexpr long kChunk = 256;
+
+// The β0 → ∞ limit of the softmax labels: each row one-hot at its argmax.
+void one_hot_rows(TMat& Y) {
+  for (Eigen::Index a = 0; a < Y.rows(); ++a) {
+    Eigen::Index k = 0;
+    Y.row(a).maxCoeff(&k);
+    Y.row(a).setZero();
+    Y(a, k) = 1;
+  }
+}
 }  // namespace
 
 SampleSide::SampleSide(int T, Channel channel, double beta, double beta0, double Q0, double noise, SampleSideOptions options)
@@ -98,7 +108,12 @@ SampleSideResult SampleSide::evaluate(double alpha, double Sigma, double m, doub
           H0(ra, rb) = H0(rb, ra) = h0;
         }
         Om = L.matrix(omega);
-        if (channel_ == Channel::softmax) {
+        if (channel_ == Channel::softmax && opt_.hardmax_labels) {
+          one_hot_rows(Y);
+          Y0 = H0;
+          one_hot_rows(Y0);
+          softmax_rows(Om, beta_, P);
+        } else if (channel_ == Channel::softmax) {
           softmax_rows(TMat(Y), beta0_, Y);
           softmax_rows(TMat(H0), beta0_, Y0);
           softmax_rows(Om, beta_, P);
@@ -130,9 +145,11 @@ SampleSideResult SampleSide::evaluate(double alpha, double Sigma, double m, doub
         double switched = 0;
         if (maybe_nonconvex && opt_.multistart && (multistart_all_ || i % 16 == 0)) {
           KVec alt(K);
+          // One-hot labels have no finite matching logits: start from a large but finite margin.
+          const double floor_y = opt_.hardmax_labels ? 1e-4 : 1e-300;
           for (int e = 0; e < K; ++e) {
             const int ra = L.row(e), rb = L.col(e);
-            alt(e) = 0.5 * (std::log(std::max(Y(ra, rb), 1e-300)) + std::log(std::max(Y(rb, ra), 1e-300))) / beta_;
+            alt(e) = 0.5 * (std::log(std::max(Y(ra, rb), floor_y)) + std::log(std::max(Y(rb, ra), floor_y))) / beta_;
           }
           // Softmax rows are shift invariant: centre the start on Ω's mean so the quadratic is small.
           alt.array() += (omega.mean() - alt.mean());

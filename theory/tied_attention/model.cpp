@@ -28,8 +28,25 @@ const ParamSet& param_set() {
         .choice("training", "factorized", {"factorized", "convex", "direct"},
                 "simulated training: W by L-BFGS with weight decay | S >= 0 with trace penalty (proximal gradient) | "
                 "symmetric S with Frobenius penalty")
-        .choice("channel", "auto", {"auto", "linear", "softmax"},
-                "theory channel: auto (T = 1 linear, else softmax) | linear (every field a linear measurement)")
+        .choice("channel", "auto", {"auto", "linear", "softmax", "hardmax"},
+                "output channel: auto (T = 1 linear, else softmax) | softmax (labels sigma_beta0) | hardmax (labels one-hot "
+                "at each row's argmax, beta0 -> infinity; ERM, AMP, Bayes) | linear (every field a linear measurement; theory only)")
+        .choice("estimator", "erm", {"erm", "amp"},
+                "simulate/validate: finite-d ERM (the `training` key) | Bayes-optimal AMP (GAMP with the RIE denoiser) "
+                "against its state evolution")
+        .choice("amp_prior", "law", {"law", "oracle"},
+                "AMP's RIE denoiser: law (the target family's spectral law: sqrt(kappa0) MP, or the finite-d power law) | "
+                "oracle (the sampled target's own spectrum; the state evolution is then paired per seed)")
+        .integer("amp_max_iter", 60, "AMP iterations at most (also the length of the compared trajectories)", Range::between(1, 10000))
+        .real("amp_tol", 1e-5, "AMP stops when |S_t+1 - S_t|_F <= amp_tol |S_t+1|_F", Range::open_between(0, 1))
+        .real("amp_damping", 1.0, "AMP damping theta in (0, 1] (1: none; the per-iteration state evolution is exact only "
+                                  "without damping)", Range{0.0, 1.0, true, false})
+        .integer("se_samples", 16384, "QMC points of the hardmax channel's Bayes update (state evolution)",
+                 Range::between(1024, 1 << 24))
+        .choice("break_term", "none", {"none", "denoiser", "channel"},
+                "test only: break one term of the theory (denoiser: the prior side, d_delta J x 1.25 for ERM and the RIE "
+                "MMSE's shrinkage x 1.25 for the state evolution; channel: the sample side, d_q M x 1.5 for ERM (T >= 2) "
+                "and the channel's Bayes update x 1.25); validate must then disagree")
         .boolean("bayes", true, "curve: add the Bayes-optimal matrix error (bayes_mse; slow for large finite-d spectra)")
         .real_list("lambda_grid", nullptr,
                    "curve/simulate: compare factorised (trace) and direct (Frobenius) training, each at the best "
@@ -63,8 +80,15 @@ const ParamSet& param_set() {
 
 void check_params(const Params& p) {
   if (p.text("target") == "powerlaw" && !(p.real("gamma") > 0.5)) throw InputError("gamma", "must be > 1/2");
-  if (p.text("channel") == "softmax" && p.integer("T") == 1)
-    throw InputError("channel", "softmax with T = 1 is constant; use T >= 2 or the linear channel");
+  const std::string ch = p.text("channel");
+  if ((ch == "softmax" || ch == "hardmax") && p.integer("T") == 1)
+    throw InputError("channel", ch + " with T = 1 is constant; use T >= 2 or the linear channel");
+  if (p.text("estimator") == "amp") {
+    if (ch == "hardmax" && p.integer("T") != 2)
+      throw InputError("channel", "AMP with the hardmax channel is implemented for T = 2");
+    if (ch == "linear" && p.integer("T") >= 2)
+      throw InputError("channel", "AMP simulates T = 1 (linear) or the softmax / hardmax channels");
+  }
   alpha_grid(p);  // validates the grid
   seed_list(p);
 }

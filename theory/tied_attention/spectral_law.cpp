@@ -316,6 +316,12 @@ double SubordinatedLaw::psi(double u) const {
   return u + v_ * target_->stieltjes(cplx(u, 0)).real();
 }
 
+double SubordinatedLaw::psi_derivative(double u) const {
+  for (const Interval& iv : upieces_)
+    if (u > iv.lo && u < iv.hi) return node(u).dpsi;
+  return 1 + v_ * target_->stieltjes_derivative(cplx(u, 0)).real();
+}
+
 double SubordinatedLaw::psi_inverse(double x) const {
   // ψ is an increasing homeomorphism of R. Bracket: inside a piece, on a gap between pieces, or
   // beyond the support (ψ(u) − u → 0 as |u| → ∞).

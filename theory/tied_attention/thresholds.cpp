@@ -7,6 +7,7 @@
 
 #include "hdat/core/error.hpp"
 #include "hdat/tied_attention/prior.hpp"
+#include "hdat/tied_attention/state_evolution.hpp"
 
 namespace hdat::tied {
 
@@ -117,11 +118,49 @@ double rie_mmse(const std::shared_ptr<const TargetLaw>& target, double v, LawMet
   return v - (4 * M_PI * M_PI / 3) * v * v * r3;
 }
 
+namespace {
+
+std::vector<BayesPoint> bayes_by_state_evolution(const std::shared_ptr<const TargetLaw>& target, double noise, int T,
+                                                 BayesChannel channel, const std::vector<double>& alphas,
+                                                 const ChannelInformationOptions& information) {
+  StateEvolutionOptions o;
+  o.T = T;
+  o.channel = channel;
+  o.noise = noise;
+  o.prior = target;
+  o.information = information;
+  const StateEvolution se(o);
+  std::vector<BayesPoint> out;
+  for (double alpha : alphas) {
+    const StateEvolutionRun r = se.run(alpha);
+    BayesPoint b;
+    b.alpha = alpha;
+    b.mmse = r.mse();
+    b.mmse_se = r.mse_se;
+    b.v = r.steps.back().delta * r.steps.back().delta;
+    b.q = se.Q0() - b.mmse;
+    b.qhat = b.v > 0 ? 1 / b.v : std::numeric_limits<double>::infinity();
+    b.roots = 1;
+    b.ok = r.converged;
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<BayesPoint> bayes_optimal_curve(const std::shared_ptr<const TargetLaw>& target, double noise, int T,
                                             const std::vector<double>& alphas, LawMethod method) {
+  return bayes_optimal_curve(target, noise, T, T == 1 ? BayesChannel::linear : BayesChannel::softmax, alphas, method);
+}
+
+std::vector<BayesPoint> bayes_optimal_curve(const std::shared_ptr<const TargetLaw>& target, double noise, int T,
+                                            BayesChannel channel, const std::vector<double>& alphas, LawMethod method,
+                                            const ChannelInformationOptions& information) {
+  if (channel == BayesChannel::hardmax) return bayes_by_state_evolution(target, noise, T, channel, alphas, information);
   const double Q0 = target->second_moment();
-  const double mean = target->mean();
-  const double noise_eff = (T == 1) ? noise : 0.0;
+  const int K = T * (T + 1) / 2;
+  const double identifiable = channel == BayesChannel::softmax ? K - 1 : K;  // fields the labels fix
   std::vector<BayesPoint> out;
   // mmse(v) on a log grid of v, reused for every α (bracketing), then refined per root.
   // 5 points per decade are enough to bracket (each root is then refined by TOMS 748): every
@@ -136,27 +175,27 @@ std::vector<BayesPoint> bayes_optimal_curve(const std::shared_ptr<const TargetLa
   for (double alpha : alphas) {
     BayesPoint b;
     b.alpha = alpha;
-    const double a_eff = (T == 1) ? alpha : alpha * (T * T + T - 2) / 2.0;
-    // Fixed point in v = 1/q̂: mmse(v) + Δ_eff/2 = 2 α_eff v. F > 0 at small v (or = 0 when Δ = 0),
-    // F → Q0 − mean² + Δ/2 − 2α v < 0 at large v.
-    auto F = [&](double v) { return rie_mmse(target, v, method) + noise_eff / 2 - 2 * a_eff * v; };
+    const double a_eff = alpha * identifiable;
+    // Fixed point in w = δ² = 1/q̂: mmse(w) + Δ/2 = 2 α_eff w. F > 0 at small w (or = 0 when Δ = 0),
+    // F → Q0 − mean² + Δ/2 − 2α w < 0 at large w.
+    auto F = [&](double v) { return rie_mmse(target, v, method) + noise / 2 - 2 * a_eff * v; };
     double root = 0;
     for (int i = n - 1; i > 0; --i) {
       const auto I = static_cast<std::size_t>(i);
-      const double fa = mg[I - 1] + noise_eff / 2 - 2 * a_eff * vg[I - 1];
-      const double fb = mg[I] + noise_eff / 2 - 2 * a_eff * vg[I];
+      const double fa = mg[I - 1] + noise / 2 - 2 * a_eff * vg[I - 1];
+      const double fb = mg[I] + noise / 2 - 2 * a_eff * vg[I];
       if (fa > 0 && fb <= 0) {
         if (b.roots == 0) root = toms748(F, vg[I - 1], vg[I], fa, fb, 32);
         ++b.roots;
       }
     }
     if (b.roots == 0) {
-      // No positive root: perfect recovery (Δ_eff = 0, α above α_PR), v → 0.
+      // No positive root: perfect recovery (Δ = 0, α above α_PR), v → 0.
       b.v = 0;
       b.mmse = 0;
       b.q = Q0;
       b.qhat = std::numeric_limits<double>::infinity();
-      b.ok = (noise_eff == 0);
+      b.ok = (noise == 0);
     } else {
       b.v = root;
       b.mmse = rie_mmse(target, root, method);
@@ -164,7 +203,6 @@ std::vector<BayesPoint> bayes_optimal_curve(const std::shared_ptr<const TargetLa
       b.qhat = 1 / root;
       b.ok = true;
     }
-    (void)mean;
     out.push_back(b);
   }
   return out;

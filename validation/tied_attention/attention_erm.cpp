@@ -24,6 +24,15 @@ void softmax_row(Row&& h, double beta) {
   h /= z;
 }
 
+// The β0 → ∞ limit of a softmax row: one-hot at the argmax, in place.
+template <class Row>
+void one_hot_argmax(Row&& h) {
+  Eigen::Index k = 0;
+  h.maxCoeff(&k);
+  h.setZero();
+  h(k) = 1;
+}
+
 }  // namespace
 
 RowMatrix attention_fields(const AttentionData& data, const Eigen::MatrixXd& S) {
@@ -68,9 +77,15 @@ AttentionData make_attention_data(const AttentionSpec& spec, const Eigen::Matrix
           data.Y(mu * T + a, b) += z;
           if (b != a) data.Y(mu * T + b, a) += z;
         }
+  data.hardmax = spec.hardmax;
   for (Eigen::Index r = 0; r < data.Y.rows(); ++r) {
-    softmax_row(data.Y.row(r), spec.beta0);
-    softmax_row(data.Y0.row(r), spec.beta0);
+    if (spec.hardmax) {
+      one_hot_argmax(data.Y.row(r));
+      one_hot_argmax(data.Y0.row(r));
+    } else {
+      softmax_row(data.Y.row(r), spec.beta0);
+      softmax_row(data.Y0.row(r), spec.beta0);
+    }
   }
   if (spec.seq2seq) {
     data.K.resize(n * T, T);

@@ -13,6 +13,7 @@
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/progress.hpp"
+#include "hdat/tied_attention/amp_harness.hpp"
 #include "hdat/tied_attention/fixed_point.hpp"
 #include "hdat/tied_attention/linear_t1.hpp"
 #include "hdat/tied_attention/model.hpp"
@@ -33,28 +34,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 void set_threads(const RunContext& ctx) {
   if (ctx.threads > 0) omp_set_num_threads(ctx.threads);
-}
-
-TeacherSpec teacher_spec(const Params& p, int d) {
-  TeacherSpec t;
-  t.d = d;
-  t.kappa0 = p.real("kappa0");
-  t.powerlaw = p.text("target") == "powerlaw";
-  t.gamma = p.real("gamma");
-  t.Q0 = target_Q0(p);
-  return t;
-}
-
-// The attention model of the configuration at dimension d (the teacher, tokens, temperatures, task).
-AttentionSpec attention_spec(const Params& p, int d, double noise) {
-  AttentionSpec as;
-  as.teacher = teacher_spec(p, d);
-  as.T = static_cast<int>(p.integer("T"));
-  as.beta = p.real("beta");
-  as.beta0 = p.real("beta0");
-  as.noise = noise;
-  as.seq2seq = p.text("task") == "seq2seq";
-  return as;
 }
 
 // Number of linear measurements per sequence when the linear channel is used with T tokens:
@@ -78,7 +57,7 @@ LinearCurve linear_theory(const Params& p, const std::vector<double>& alphas,
   pr.lambda = p.real("lambda");
   LinearOptions opt;
   opt.quadrature = quadrature_options(p);
-  opt.broken_ddelta_factor = p.real("check_perturbation");
+  opt.broken_ddelta_factor = broken_terms(p).ddelta_J;
   const int T = static_cast<int>(p.integer("T"));
   const double f = linear_fields(T);
   std::vector<double> a_eff;
@@ -117,7 +96,8 @@ SampleSideOptions sample_options(const Params& p, int threads) {
   o.sampling = sampling_from_name(p.text("sampling"));
   o.seed = static_cast<std::uint64_t>(p.integer("mc_seed"));
   o.threads = threads;
-  o.broken_dq_factor = p.real("check_sample_perturbation");
+  o.broken_dq_factor = broken_terms(p).dq_M;
+  o.hardmax_labels = channel_of(p) == "hardmax";
   return o;
 }
 
@@ -129,6 +109,9 @@ TheoryCurve theory_curve(const Params& p, const std::vector<double>& alphas, std
   TheoryCurve c;
   c.Q0 = target->second_moment();
   if (closed_form_applies(p)) {
+    if (p.text("break_term") == "channel")
+      throw InputError("break_term", "channel: the linear closed form has no sampled channel term (use T >= 2, or "
+                                     "estimator=amp, whose state evolution has one)");
     LinearCurve l = linear_theory(p, alphas, target);
     c.states = std::move(l.states);
     c.summary = l.summary.to_json();
@@ -140,7 +123,7 @@ TheoryCurve theory_curve(const Params& p, const std::vector<double>& alphas, std
   prior.kind = p.text("training") == "direct" ? PriorKind::frobenius : PriorKind::trace_psd;
   prior.lambda = p.real("lambda");
   prior.quadrature = quadrature_options(p);
-  prior.broken_ddelta_factor = p.real("check_perturbation");
+  prior.broken_ddelta_factor = broken_terms(p).ddelta_J;
   const int T = static_cast<int>(p.integer("T"));
   const Channel ch = channel_of(p) == "linear" ? Channel::linear : Channel::softmax;
   auto sample = std::make_shared<SampleSide>(T, ch, p.real("beta"), p.real("beta0"), c.Q0, p.real("noise"),
@@ -203,10 +186,11 @@ json thresholds_json(const Params& p, const std::shared_ptr<const TargetLaw>& ta
   const auto ap = alpha_perf(rank, T);
   j["alpha_perf"] = ap.alpha;
   j["alpha_perf_s_star"] = ap.s_star;
-  j["alpha_PR"] = alpha_pr(rank, T);
+  j["alpha_PR"] = bayes_perfect_recovery(p, rank);  // null where the Bayes error never vanishes
   j["rank_fraction"] = rank;
   j["note"] = "alpha_perf: Delta = 0, lambda -> 0+; alpha_interp: lambda -> 0+ at the given noise; "
-              "alpha_interp -> alpha_interp_noiseless_limit (not alpha_perf) as noise -> 0";
+              "alpha_interp -> alpha_interp_noiseless_limit (not alpha_perf) as noise -> 0; alpha_PR: Bayes-optimal "
+              "perfect recovery (noise = 0, linear or softmax channel; none with noise or for hardmax labels)";
   return j;
 }
 
@@ -239,21 +223,11 @@ struct SimRecord {
   Eigen::VectorXd eigenvalues;
 };
 
-// The theory at the sampled target's own spectrum (exact zeros of the rank-p0 target kept exact).
-std::shared_ptr<const TargetLaw> empirical_target(const Eigen::MatrixXd& S0) {
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(S0, Eigen::EigenvaluesOnly);
-  std::vector<double> ev(es.eigenvalues().data(), es.eigenvalues().data() + es.eigenvalues().size());
-  const double top = std::max(1.0, std::fabs(ev.back()));
-  for (double& x : ev)
-    if (std::fabs(x) < 1e-12 * top) x = 0;
-  return std::make_shared<const DiscreteTarget>(ev);
-}
-
 SimRecord run_job(const Params& p, const SimJob& job, const std::string& training, bool paired_theory,
                   const Eigen::Vector3d* warm) {
   const double noise = p.real("noise"), lam = p.real("lambda");
   const long n = std::max(1L, std::lround(job.alpha * job.d * job.d));
-  const auto replica = static_cast<std::uint64_t>(job.d) * 100003ULL + job.ia;
+  const auto replica = run_replica(job.d, job.ia);
   const auto seed = static_cast<std::uint64_t>(job.seed);
   ErmOptions o;
   o.tol = p.real("erm_tol");
@@ -447,7 +421,7 @@ CvRecord run_cv_job(const Params& p, const SimJob& job) {
   const double noise = p.real("noise");
   const long n = std::max(1L, std::lround(job.alpha * job.d * job.d));
   const long nval = std::max(100L, n / 4);
-  const auto replica = static_cast<std::uint64_t>(job.d) * 100003ULL + job.ia;
+  const auto replica = run_replica(job.d, job.ia);
   const auto seed = static_cast<std::uint64_t>(job.seed);
   ErmOptions o;
   o.tol = p.real("erm_tol");
@@ -569,6 +543,54 @@ void require_simulable(const Params& p) {
 
 // =============================================================================================
 
+TeacherSpec teacher_spec(const Params& p, int d) {
+  TeacherSpec t;
+  t.d = d;
+  t.kappa0 = p.real("kappa0");
+  t.powerlaw = p.text("target") == "powerlaw";
+  t.gamma = p.real("gamma");
+  t.Q0 = target_Q0(p);
+  return t;
+}
+
+AttentionSpec attention_spec(const Params& p, int d, double noise) {
+  AttentionSpec as;
+  as.teacher = teacher_spec(p, d);
+  as.T = static_cast<int>(p.integer("T"));
+  as.beta = p.real("beta");
+  as.beta0 = p.real("beta0");
+  as.noise = noise;
+  as.seq2seq = p.text("task") == "seq2seq";
+  as.hardmax = channel_of(p) == "hardmax";
+  return as;
+}
+
+std::uint64_t run_replica(int d, std::size_t alpha_index) { return static_cast<std::uint64_t>(d) * 100003ULL + alpha_index; }
+
+std::shared_ptr<const TargetLaw> target_law_at(const Params& p, int d) {
+  if (p.text("target") == "wishart") return make_target_law(p);
+  return std::make_shared<DiscreteTarget>(power_law_eigenvalues(d, p.real("kappa0"), p.real("gamma"), target_Q0(p)));
+}
+
+std::shared_ptr<const TargetLaw> empirical_target(const Eigen::MatrixXd& S0) {
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(S0, Eigen::EigenvaluesOnly);
+  std::vector<double> ev(es.eigenvalues().data(), es.eigenvalues().data() + es.eigenvalues().size());
+  const double top = std::max(1.0, std::fabs(ev.back()));
+  for (double& x : ev)
+    if (std::fabs(x) < 1e-12 * top) x = 0;
+  return std::make_shared<const DiscreteTarget>(ev);
+}
+
+BrokenTerms broken_terms(const Params& p) {
+  BrokenTerms b;
+  const std::string t = p.text("break_term");
+  b.ddelta_J = p.real("check_perturbation") * (t == "denoiser" ? 1.25 : 1.0);
+  b.dq_M = p.real("check_sample_perturbation") * (t == "channel" ? 1.5 : 1.0);
+  b.shrinkage = t == "denoiser" ? 1.25 : 1.0;
+  b.information = t == "channel" ? 1.25 : 1.0;
+  return b;
+}
+
 Stat stat_of(const std::vector<double>& v) {
   Stat s;
   s.n = static_cast<int>(v.size());
@@ -632,10 +654,8 @@ RunOutput curve_command(const Params& p, RunContext& ctx) {
   const double theory_seconds = seconds_since(t0);
   // Bayes-optimal reference (matrix MSE).
   const auto t1 = std::chrono::steady_clock::now();
-  std::vector<double> bmse;
-  if (p.boolean("bayes"))
-    for (const auto& b : bayes_optimal_curve(target, p.real("noise"), T, alphas)) bmse.push_back(b.mmse);
-  out.tables["curve.csv"] = curve_table(c.states, bmse.empty() ? nullptr : &bmse, kappa, &c.errors);
+  const BayesColumn bayes = p.boolean("bayes") ? bayes_column(p, target, alphas) : BayesColumn{};
+  out.tables["curve.csv"] = curve_table(c.states, bayes.mse.empty() ? nullptr : &bayes.mse, kappa, &c.errors);
   out.info["thresholds"] = thresholds_json(p, target);
   out.info["lambda_weight_decay"] = p.real("lambda") / std::sqrt(kappa);
   out.info["Q0"] = c.Q0;
@@ -646,8 +666,9 @@ RunOutput curve_command(const Params& p, RunContext& ctx) {
   if (c.summary.contains("J_evaluations"))
     out.info["solver"]["microseconds_per_J"] =
         1e6 * c.summary["wall_seconds"].get<double>() / std::max(1L, c.summary["J_evaluations"].get<long>());
-  out.info["bayes_optimal"] = {{"seconds", seconds_since(t1)},
-                               {"note", T == 1 ? "T = 1 with noise" : "noiseless formula (a lower bound when noise > 0)"}};
+  out.info["bayes_optimal"] = bayes.info;
+  out.info["bayes_optimal"]["seconds"] = seconds_since(t1);
+  if (!bayes.se.empty()) out.info["bayes_optimal"]["mse_se"] = bayes.se;
   int bad = 0;
   for (const auto& s : c.states) bad += s.converged ? 0 : 1;
   // Power-law (finite-d) target: emergence of outliers, error decomposition and the scaling law.
@@ -703,6 +724,7 @@ RunOutput curve_command(const Params& p, RunContext& ctx) {
     Table scan;
     out.tables["compare.csv"] = theory_lambda_compare(p, alphas, target, ctx.threads, scan);
     out.tables["lambda_scan.csv"] = scan;
+    if (!bayes.mse.empty()) out.tables["bayes_gap.csv"] = bayes_gap_table(scan, alphas, bayes);
     out.info["compare"] = "compare.csv: the lambda of lambda_grid with the lowest theoretical test error, for the trace "
                           "penalty (factorised W, weight decay) and the Frobenius penalty (direct S)";
   }
@@ -732,6 +754,7 @@ RunOutput curve_command(const Params& p, RunContext& ctx) {
 
 RunOutput simulate_command(const Params& p, RunContext& ctx) {
   set_threads(ctx);
+  if (p.text("estimator") == "amp") return amp_simulate_command(p, ctx);
   require_simulable(p);
   RunOutput out;
   const auto alphas = alpha_grid(p);
@@ -756,6 +779,7 @@ RunOutput simulate_command(const Params& p, RunContext& ctx) {
 
 RunOutput validate_command(const Params& p, RunContext& ctx) {
   set_threads(ctx);
+  if (p.text("estimator") == "amp") return amp_validate_command(p, ctx);
   require_simulable(p);
   RunOutput out;
   const auto alphas = alpha_grid(p);
@@ -949,7 +973,10 @@ void add_sim_points(plot::Panel& panel, const Table& sim, const std::string& col
 }  // namespace
 
 void plot_folder(const std::filesystem::path& dir) {
+  amp_plot_folder(dir);
   const json run = json::parse(read_file(dir / "run.json"));
+  if (run.value("estimator", "") == "amp" || std::filesystem::exists(dir / "amp_trajectory.csv"))
+    return;  // AMP's figures only
   const std::string command = run.value("command", "");
   const auto has = [&](const char* f) { return std::filesystem::exists(dir / f); };
   const Table curve = has("curve.csv") ? Table::read_csv_file((dir / "curve.csv").string()) : Table();

@@ -35,6 +35,15 @@ void register_tied_attention(Registry& r) {
   m.commands["validate"] = tied::validate_command;
   m.default_observables = {"test_error", "train_loss", "mse", "rank"};
   m.plot = [](const fs::path& dir) { plot_folder(dir); };
+  // The all-model smoke (tests/models): matrix sensing (T = 1) trained by convex ERM at one alpha, whose
+  // closed-form theory is compared with the 1/d extrapolation of d = 30, 45, 60; the prior side's
+  // d_delta J term x 1.25 (break_term=denoiser) moves the predicted error far outside the tolerance.
+  m.smoke = {{{"T", 1},
+              {"alphas", {0.2}},
+              {"training", "convex"},
+              {"seeds", 8},
+              {"dims", {30, 45, 60}}},
+             "denoiser"};
   r.add(std::move(m));
 }
 

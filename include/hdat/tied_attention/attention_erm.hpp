@@ -1,7 +1,7 @@
 #pragma once
 // Finite-d ERM of the tied single-head attention model (T >= 2):
 //   h_ab(S) = (x_aᵀ S x_b − δ_ab Tr S)/√d,   prediction σ_β(h) (row-wise softmax, log-sum-exp)
-//   seq2lab: ℓ = |σ_β0(h0 + N) − σ_β(h)|_F²
+//   seq2lab: ℓ = |σ_β0(h0 + N) − σ_β(h)|_F²   (hardmax labels: σ_β0 → one-hot at each row's argmax)
 //   seq2seq: ℓ = |σ_β0(h0 + N) X − σ_β(h) X|_F²/d = Tr[(σ − Y) K (σ − Y)ᵀ], K = X Xᵀ/d
 // with N symmetric Gaussian noise (variance Δ on the diagonal, Δ/2 off it), n = α d² sequences,
 // objective Σ_μ ℓ_μ + penalty:
@@ -22,6 +22,7 @@ struct AttentionData {
   int d = 0, T = 0;
   double beta = 1, beta0 = 1, noise = 0;
   bool seq2seq = false;
+  bool hardmax = false;  ///< labels one-hot at each row's argmax (β0 → ∞) instead of σ_β0
   Eigen::MatrixXd S0;  ///< d × d
   RowMatrix X;   ///< (n T) × d: row μT + a is token a of sequence μ
   RowMatrix Y;   ///< (n T) × T: row μT + a is row a of σ_β0(h0 + N) for sequence μ
@@ -35,6 +36,7 @@ struct AttentionSpec {
   int T = 2;
   double beta = 1, beta0 = 1, noise = 0;
   bool seq2seq = false;
+  bool hardmax = false;  ///< hardmax labels (channel=hardmax); the student still predicts σ_β(h)
 };
 
 /// n sequences; the target S0 from `teacher_seed` (shared by training and test sets of one run).

@@ -2,7 +2,8 @@
 // The sample side of the fixed point (derivation.md §8):
 //   M(Σ, m, q) = E min_{H ∈ Sym_T} [ Tr(H − Ω)²/(4Σ) + L(Y, H) ],
 // Ω and the teacher field h0 jointly Gaussian per entry e with covariance c_e [[q, m], [m, Q0]],
-// labels Y = σ_β0(h0 + noise) (softmax) or Y = h0 + noise (linear), noise variance c_e Δ/2.
+// labels Y = σ_β0(h0 + noise) (softmax; one-hot at the row argmax for hardmax labels) or
+// Y = h0 + noise (linear), noise variance c_e Δ/2.
 // Parametrisation (Z0 independent of the order parameters, so that only Ω moves):
 //   h0_e = √(c_e Q0) u_e,  Ω_e = √c_e (a u_e + b w_e),  a = m/√Q0,  b = √(q − m²/Q0).
 // Derivatives by the envelope theorem, with Stein's lemma on w (no 1/b, low variance):
@@ -35,6 +36,8 @@ struct SampleSideOptions {
   bool exact_linear = true;
   /// For tests that must see a comparison fail: multiplies ∂_q M (hence Σ̂). 1 = correct.
   double broken_dq_factor = 1.0;
+  /// Labels one-hot at each row's argmax of h0 + noise (channel=hardmax, β0 → ∞) instead of σ_β0.
+  bool hardmax_labels = false;
 };
 
 struct SampleSideResult {

@@ -120,6 +120,9 @@ class SubordinatedLaw final : public SpectralLaw {
   double psi(double u) const;
   /// u with ψ(u) = x (monotone inverse).
   double psi_inverse(double x) const;
+  /// ψ'(u): |z'|²/Re z' inside a piece (z' = 1 + v g0'(u − i y)), 1 − v φ(u) on a gap. Since
+  /// H_δ(ψ(u)) = (ψ(u) − u)/v, the Hilbert transform's derivative is H_δ'(x) = (1 − 1/ψ'(u))/v.
+  double psi_derivative(double u) const;
   const TargetLaw& target() const { return *target_; }
 
  private:

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "hdat/tied_attention/bayes_channel.hpp"
 #include "hdat/tied_attention/spectral_law.hpp"
 
 namespace hdat::tied {
@@ -49,14 +50,24 @@ double target_rank_fraction(const TargetLaw& target);
 /// RIE denoising MMSE of S0 from S0 + √v Z: mmse(v) = v − (4π²/3) v² ∫ ρ_v³ (ρ_v = μ0 ⊞ σ_v).
 double rie_mmse(const std::shared_ptr<const TargetLaw>& target, double v, LawMethod method = LawMethod::automatic);
 
-/// Bayes-optimal fixed point: q̂ = 2 α_eff/(Q0 − q + Δ_eff/2), q = Q0 − mmse(1/q̂), with
-/// α_eff = α (T = 1) or α (T² + T − 2)/2 (T >= 2, where the spec's formula is the noiseless one:
-/// Δ_eff = 0, a lower bound on the error when Δ > 0); Δ_eff = Δ for T = 1.
+/// Bayes-optimal error along α: the fixed point of the state evolution reached from the uninformed
+/// start (state_evolution.hpp), v = mmse(δ²), δ² = 1/(2 α I(Q0 − v, v)). For the linear (K fields)
+/// and softmax (K − 1 identifiable fields, any β0) channels I = k/(v + Δ/2), so the fixed point solves
+///   mmse(w) + Δ/2 = 2 α_eff w,   w = δ²,   α_eff = α k
+/// (k = K linear, K − 1 = (T² + T − 2)/2 softmax: the spec's formula, with the label noise, which the
+/// spec's noiseless version leaves out), bracketed on a log grid (the largest root, the uninformed
+/// branch). Hardmax (T = 2): the state evolution iterated to convergence, its update by QMC.
 struct BayesPoint {
   double alpha = 0, v = 0, qhat = 0, q = 0, mmse = 0;
-  int roots = 0;  ///< fixed points found (the uninformed one, largest v, is kept)
+  double mmse_se = 0;  ///< sampling error (hardmax)
+  int roots = 0;       ///< fixed points found (the uninformed one, largest v, is kept)
   bool ok = false;
 };
+std::vector<BayesPoint> bayes_optimal_curve(const std::shared_ptr<const TargetLaw>& target, double noise, int T,
+                                            BayesChannel channel, const std::vector<double>& alphas,
+                                            LawMethod method = LawMethod::automatic,
+                                            const ChannelInformationOptions& information = {});
+/// The channel of T: linear for T = 1, softmax otherwise.
 std::vector<BayesPoint> bayes_optimal_curve(const std::shared_ptr<const TargetLaw>& target, double noise, int T,
                                             const std::vector<double>& alphas,
                                             LawMethod method = LawMethod::automatic);

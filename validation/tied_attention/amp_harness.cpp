@@ -1,0 +1,567 @@
+#include "hdat/tied_attention/amp_harness.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "hdat/core/error.hpp"
+#include "hdat/core/output.hpp"
+#include "hdat/core/plot.hpp"
+#include "hdat/core/progress.hpp"
+#include "hdat/tied_attention/harness.hpp"
+#include "hdat/tied_attention/model.hpp"
+#include "hdat/tied_attention/thresholds.hpp"
+
+namespace hdat::tied {
+
+namespace {
+
+using json = nlohmann::json;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+ChannelInformationOptions information_options(const Params& p, int threads) {
+  ChannelInformationOptions o;
+  o.samples = p.integer("se_samples");
+  o.seed = static_cast<std::uint64_t>(p.integer("mc_seed"));
+  o.sampling = sampling_from_name(p.text("sampling"));
+  o.threads = threads;
+  return o;
+}
+
+bool oracle_prior(const Params& p) { return p.text("amp_prior") == "oracle"; }
+int trajectory_length(const Params& p) { return static_cast<int>(p.integer("amp_max_iter")); }
+long sample_count(double alpha, int d) { return std::max(1L, std::lround(alpha * d * d)); }
+
+struct AmpJob {
+  double alpha = 0;
+  std::size_t ia = 0;
+  int d = 0;
+  long seed = 0;
+};
+
+struct AmpRun {
+  AmpSummary amp;
+  StateEvolutionRun se;  ///< amp_prior=oracle: at this run's own target spectrum; law: the shared one
+  bool ok = false;       ///< AMP ended without a numerical failure
+};
+
+// The data AMP sees, from the same streams as ERM's: the same data for the same seed.
+AmpData make_amp_data(const Params& p, const AmpJob& job) {
+  const double noise = p.real("noise");
+  const long n = sample_count(job.alpha, job.d);
+  const auto replica = run_replica(job.d, job.ia);
+  const auto seed = static_cast<std::uint64_t>(job.seed);
+  if (p.integer("T") == 1) return amp_data(make_sensing_data(teacher_spec(p, job.d), n, noise, seed, replica));
+  const AttentionSpec as = attention_spec(p, job.d, noise);
+  auto eng = rng::engine(seed, replica, rng::teacher);
+  const Eigen::MatrixXd S0 = sample_teacher(as.teacher, eng);
+  return amp_data(make_attention_data(as, S0, n, seed, replica, rng::training_data), bayes_channel_of(p));
+}
+
+AmpRun run_amp_job(const Params& p, const AmpJob& job, const StateEvolutionRun* shared_se) {
+  AmpRun r;
+  const AmpData data = make_amp_data(p, job);
+  const auto prior = oracle_prior(p) ? empirical_target(data.S0) : target_law_at(p, job.d);
+  r.amp = Amp(amp_options(p, prior)).run(data);
+  r.ok = r.amp.converged || r.amp.termination == "max_iter";
+  r.se = shared_se ? *shared_se : StateEvolution(state_evolution_options(p, prior)).run(job.alpha, trajectory_length(p));
+  return r;
+}
+
+// The law's state evolution, one per α (and per d for a finite-d power-law target).
+using SeKey = std::pair<std::size_t, int>;
+SeKey se_key(const Params& p, std::size_t ia, int d) { return {ia, p.text("target") == "wishart" ? 0 : d}; }
+
+std::map<SeKey, StateEvolutionRun> shared_state_evolutions(const Params& p, const std::vector<double>& alphas,
+                                                           const std::vector<int>& dims) {
+  std::vector<SeKey> keys;
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia)
+    for (int d : dims)
+      if (std::find(keys.begin(), keys.end(), se_key(p, ia, d)) == keys.end()) keys.push_back(se_key(p, ia, d));
+  std::vector<StateEvolutionRun> runs(keys.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long k = 0; k < static_cast<long>(keys.size()); ++k) {
+    const SeKey& key = keys[static_cast<std::size_t>(k)];
+    const int d = key.second > 0 ? key.second : dims.front();
+    runs[static_cast<std::size_t>(k)] =
+        StateEvolution(state_evolution_options(p, target_law_at(p, d))).run(alphas[key.first], trajectory_length(p));
+  }
+  std::map<SeKey, StateEvolutionRun> out;
+  for (std::size_t k = 0; k < keys.size(); ++k) out[keys[k]] = std::move(runs[k]);
+  return out;
+}
+
+struct AmpBatch {
+  std::vector<AmpJob> jobs;
+  std::vector<AmpRun> runs;
+  std::map<SeKey, StateEvolutionRun> shared;  ///< empty with amp_prior=oracle
+};
+
+AmpBatch run_batch(const Params& p, const std::vector<double>& alphas, const std::vector<int>& dims,
+                   const std::vector<long>& seeds, const RunContext& ctx) {
+  AmpBatch b;
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia)
+    for (int d : dims)
+      for (long s : seeds) b.jobs.push_back({alphas[ia], ia, d, s});
+  std::stable_sort(b.jobs.begin(), b.jobs.end(), [](const AmpJob& x, const AmpJob& y) {
+    return x.alpha * std::pow(x.d, 4) > y.alpha * std::pow(y.d, 4);  // largest first: load balance
+  });
+  if (!oracle_prior(p)) b.shared = shared_state_evolutions(p, alphas, dims);
+  b.runs.resize(b.jobs.size());
+  Progress prog("AMP", static_cast<long>(b.jobs.size()), !ctx.quiet);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long k = 0; k < static_cast<long>(b.jobs.size()); ++k) {
+    if (interrupted()) continue;
+    const AmpJob& job = b.jobs[static_cast<std::size_t>(k)];
+    const StateEvolutionRun* se = b.shared.empty() ? nullptr : &b.shared.at(se_key(p, job.ia, job.d));
+    b.runs[static_cast<std::size_t>(k)] = run_amp_job(p, job, se);
+    prog.advance();
+  }
+  prog.finish();
+  if (interrupted()) throw NumericalError("interrupted");
+  return b;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trajectories: iterate t of AMP (continued at its last iterate once it stopped) against step t of
+// the state evolution (continued at its fixed point).
+
+const AmpIteration& amp_at(const AmpSummary& s, int t) {
+  return s.iterations[static_cast<std::size_t>(std::min<int>(t, s.steps()))];
+}
+const StateEvolutionStep& se_at(const StateEvolutionRun& r, int t) {
+  return r.steps[static_cast<std::size_t>(std::min<int>(t, static_cast<int>(r.steps.size()) - 1))];
+}
+
+struct Trajectory {  // one (α, d), per iteration, over seeds
+  std::vector<Stat> mse, m, q, se_mse, diff_mse, diff_m;
+  Stat iterations, converged, seconds, seconds_per_iteration, eig_per_iteration, v_estimate;
+  int failed = 0;
+};
+
+Trajectory trajectory_of(const std::vector<const AmpRun*>& runs, int steps) {
+  Trajectory tr;
+  for (int t = 0; t <= steps; ++t) {
+    std::vector<double> mse, m, q, sv, dmse, dm;
+    for (const AmpRun* r : runs) {
+      const AmpIteration& a = amp_at(r->amp, t);
+      const StateEvolutionStep& s = se_at(r->se, t);
+      mse.push_back(a.mse);
+      m.push_back(a.m);
+      q.push_back(a.q);
+      sv.push_back(s.v);
+      dmse.push_back(a.mse - s.v);
+      dm.push_back(a.m - s.q);  // Nishimori: the SE's overlap m_t = q_t = Q0 − v_t
+    }
+    for (auto [out, v] : {std::pair{&tr.mse, &mse}, {&tr.m, &m}, {&tr.q, &q}, {&tr.se_mse, &sv}, {&tr.diff_mse, &dmse},
+                          {&tr.diff_m, &dm}})
+      out->push_back(stat_of(*v));
+  }
+  std::vector<double> it, conv, sec, spi, epi, vest;
+  for (const AmpRun* r : runs) {
+    const int n = std::max(1, r->amp.steps());
+    it.push_back(r->amp.steps());
+    conv.push_back(r->amp.converged ? 1.0 : 0.0);
+    sec.push_back(r->amp.wall_seconds);
+    spi.push_back(r->amp.wall_seconds / n);
+    epi.push_back(r->amp.eig_seconds / n);
+    vest.push_back(r->amp.last().v_estimate);
+    tr.failed += r->ok ? 0 : 1;
+  }
+  tr.iterations = stat_of(it);
+  tr.converged = stat_of(conv);
+  tr.seconds = stat_of(sec);
+  tr.seconds_per_iteration = stat_of(spi);
+  tr.eig_per_iteration = stat_of(epi);
+  tr.v_estimate = stat_of(vest);
+  return tr;
+}
+
+// Trajectories by (α index, d).
+std::map<std::pair<std::size_t, int>, Trajectory> trajectories(const AmpBatch& b, int steps) {
+  std::map<std::pair<std::size_t, int>, std::vector<const AmpRun*>> groups;
+  for (std::size_t k = 0; k < b.jobs.size(); ++k) groups[{b.jobs[k].ia, b.jobs[k].d}].push_back(&b.runs[k]);
+  std::map<std::pair<std::size_t, int>, Trajectory> out;
+  for (const auto& [key, runs] : groups) out[key] = trajectory_of(runs, steps);
+  return out;
+}
+
+Table sim_table(const std::vector<double>& alphas, const std::vector<int>& dims,
+                const std::map<std::pair<std::size_t, int>, Trajectory>& tr, int steps) {
+  Table t({"alpha", "d", "n", "estimator", "mse", "mse_se", "m", "m_se", "q", "q_se", "v_estimate", "theory_mse",
+           "paired_mse_diff", "paired_mse_diff_se", "seeds", "iterations", "converged_fraction", "seconds_per_run",
+           "seconds_per_iteration", "eigendecomposition_seconds_per_iteration"});
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia)
+    for (int d : dims) {
+      const Trajectory& g = tr.at({ia, d});
+      const auto S = static_cast<std::size_t>(steps);
+      t.add_row({alphas[ia], double(d), double(sample_count(alphas[ia], d)), std::string("amp"), g.mse[S].mean,
+                 g.mse[S].se, g.m[S].mean, g.m[S].se, g.q[S].mean, g.q[S].se, g.v_estimate.mean, g.se_mse[S].mean,
+                 g.diff_mse[S].mean, g.diff_mse[S].se, double(g.mse[S].n), g.iterations.mean, g.converged.mean,
+                 g.seconds.mean, g.seconds_per_iteration.mean, g.eig_per_iteration.mean});
+    }
+  return t;
+}
+
+Table trajectory_table(const std::vector<double>& alphas, const std::vector<int>& dims,
+                       const std::map<std::pair<std::size_t, int>, Trajectory>& tr, int steps) {
+  Table t({"alpha", "d", "iteration", "mse", "mse_se", "m", "m_se", "q", "q_se", "se_mse", "diff_mse", "diff_mse_se",
+           "diff_m", "diff_m_se"});
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia)
+    for (int d : dims) {
+      const Trajectory& g = tr.at({ia, d});
+      for (int it = 0; it <= steps; ++it) {
+        const auto i = static_cast<std::size_t>(it);
+        t.add_row({alphas[ia], double(d), double(it), g.mse[i].mean, g.mse[i].se, g.m[i].mean, g.m[i].se, g.q[i].mean,
+                   g.q[i].se, g.se_mse[i].mean, g.diff_mse[i].mean, g.diff_mse[i].se, g.diff_m[i].mean, g.diff_m[i].se});
+      }
+    }
+  return t;
+}
+
+Table iterations_table(const AmpBatch& b) {
+  Table t({"alpha", "d", "seed", "iteration", "mse", "m", "q", "v_estimate", "delta", "residual", "seconds", "se_mse"});
+  for (std::size_t k = 0; k < b.jobs.size(); ++k) {
+    const AmpJob& j = b.jobs[k];
+    for (const AmpIteration& a : b.runs[k].amp.iterations)
+      t.add_row({j.alpha, double(j.d), double(j.seed), double(a.t), a.mse, a.m, a.q, a.v_estimate, a.delta, a.residual,
+                 a.seconds, se_at(b.runs[k].se, a.t).v});
+  }
+  return t;
+}
+
+Table state_evolution_table(const std::vector<double>& alphas, const AmpBatch& b, const std::vector<int>& dims) {
+  Table t({"alpha", "d", "iteration", "v", "q", "information", "information_se", "delta"});
+  for (const auto& [key, se] : b.shared)
+    for (const StateEvolutionStep& s : se.steps)
+      t.add_row({alphas[key.first], double(key.second > 0 ? key.second : dims.front()), double(s.t), s.v, s.q,
+                 s.information, s.information_se, s.delta});
+  return t;
+}
+
+json runs_json(const AmpBatch& b) {
+  json a = json::array();
+  for (std::size_t k = 0; k < b.jobs.size(); ++k) {
+    json j = b.runs[k].amp.to_json();
+    j["alpha"] = b.jobs[k].alpha;
+    j["d"] = b.jobs[k].d;
+    j["seed"] = b.jobs[k].seed;
+    j["brief"] = b.runs[k].amp.brief();
+    j["state_evolution"] = b.runs[k].se.summary_json();
+    a.push_back(j);
+  }
+  return a;
+}
+
+// The compared iterations: the SE's transient at 1, 2, 3, 4, 6, 8, 12, 16, ... until it has settled
+// (within 1e-4 Q0 of its end), and the last iterate (the fixed point). Consecutive iterates are
+// strongly correlated; a sparse set keeps the number of checks (and of false alarms) small.
+std::vector<int> checkpoints(const StateEvolutionRun& se, int steps, double Q0) {
+  int settled = steps;
+  for (int t = 0; t <= steps; ++t)
+    if (std::fabs(se_at(se, t).v - se_at(se, steps).v) <= 1e-4 * Q0) {
+      settled = t;
+      break;
+    }
+  std::vector<int> out;
+  for (int t = 1; t < settled && t < steps; t = t < 4 ? t + 1 : t + t / 2) out.push_back(t);
+  out.push_back(steps);
+  return out;
+}
+
+std::vector<int> amp_dims(const Params& p) {
+  std::vector<int> dims;
+  if (p.has("dims"))
+    for (long d : p.int_vector("dims")) dims.push_back(static_cast<int>(d));
+  else
+    dims = {50, 100, 150};
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+void describe(RunOutput& out, const Params& p, const AmpBatch& b) {
+  out.info["estimator"] = "amp";
+  out.info["channel"] = bayes_channel_name(bayes_channel_of(p));
+  out.info["amp_prior"] = p.text("amp_prior");
+  out.info["amp"] = runs_json(b);
+  out.info["note"] =
+      "AMP = GAMP with the RIE denoiser (derivation.md section 10); iterate t is compared with step t of its state "
+      "evolution; amp_iterations.csv per run, amp_trajectory.csv per (alpha, d) over seeds, sim.csv at the last "
+      "iterate (mse = |S - S0|_F^2/d as for ERM)";
+}
+
+}  // namespace
+
+// =============================================================================================
+
+BayesChannel bayes_channel_of(const Params& p) {
+  const std::string c = channel_of(p);
+  return c == "hardmax" ? BayesChannel::hardmax : c == "softmax" ? BayesChannel::softmax : BayesChannel::linear;
+}
+
+StateEvolutionOptions state_evolution_options(const Params& p, std::shared_ptr<const TargetLaw> prior, int threads) {
+  StateEvolutionOptions o;
+  o.T = static_cast<int>(p.integer("T"));
+  o.channel = bayes_channel_of(p);
+  o.noise = p.real("noise");
+  o.prior = std::move(prior);
+  o.quadrature = quadrature_options(p);
+  o.information = information_options(p, threads);
+  const BrokenTerms b = broken_terms(p);
+  o.shrinkage_factor = b.shrinkage;
+  o.information_factor = b.information;
+  return o;
+}
+
+AmpOptions amp_options(const Params& p, std::shared_ptr<const TargetLaw> prior) {
+  AmpOptions o;
+  o.noise = p.real("noise");
+  o.prior = std::move(prior);
+  o.max_iter = trajectory_length(p);
+  o.tol = p.real("amp_tol");
+  o.damping = p.real("amp_damping");
+  return o;
+}
+
+BayesColumn bayes_column(const Params& p, const std::shared_ptr<const TargetLaw>& target, const std::vector<double>& alphas) {
+  BayesColumn c;
+  const int T = static_cast<int>(p.integer("T"));
+  const BayesChannel ch = bayes_channel_of(p);
+  if (ch == BayesChannel::hardmax && T != 2) {
+    c.mse.assign(alphas.size(), kNaN);
+    c.se.assign(alphas.size(), kNaN);
+    c.info["note"] = "the hardmax Bayes-optimal error is implemented for T = 2";
+    return c;
+  }
+  const auto pts = bayes_optimal_curve(target, p.real("noise"), T, ch, alphas, LawMethod::automatic, information_options(p, 0));
+  for (const auto& b : pts) {
+    c.mse.push_back(b.mmse);
+    c.se.push_back(b.mmse_se);
+  }
+  c.info["channel"] = bayes_channel_name(ch);
+  c.info["note"] = ch == BayesChannel::hardmax
+                       ? "state evolution iterated from the uninformed start; channel update by QMC (se_samples points, "
+                         "common random numbers); bayes_mse_se its sampling error"
+                       : "fixed point mmse(w) + noise/2 = 2 alpha k w, k = the fields the labels fix (T = 1: 1; softmax: "
+                         "(T^2 + T - 2)/2 for every beta0; linear: T(T + 1)/2), largest root";
+  return c;
+}
+
+Table bayes_gap_table(const Table& scan, const std::vector<double>& alphas, const BayesColumn& bayes) {
+  Table t({"alpha", "bayes_mse", "best_erm_mse", "lambda_star", "gap", "ratio"});
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
+    double best = kNaN, lam = kNaN;
+    for (std::size_t i = 0; i < scan.rows(); ++i) {
+      if (scan.number(i, "alpha") != alphas[ia] || scan.text(i, "training") != "factorized" || scan.number(i, "converged") != 1)
+        continue;
+      if (!(scan.number(i, "mse") >= best)) {
+        best = scan.number(i, "mse");
+        lam = scan.number(i, "lambda");
+      }
+    }
+    const double b = bayes.mse[ia];
+    t.add_row({alphas[ia], b, best, lam, best - b, best / b});
+  }
+  return t;
+}
+
+json bayes_perfect_recovery(const Params& p, double rank_fraction) {
+  const BayesChannel ch = bayes_channel_of(p);
+  if (p.real("noise") > 0 || ch == BayesChannel::hardmax) return nullptr;
+  const int T = static_cast<int>(p.integer("T"));
+  if (ch == BayesChannel::linear && T >= 2) return alpha_pr(rank_fraction, 1) / (T * (T + 1) / 2.0);
+  return alpha_pr(rank_fraction, T);
+}
+
+RunOutput amp_simulate_command(const Params& p, RunContext& ctx) {
+  RunOutput out;
+  const auto alphas = alpha_grid(p);
+  const auto seeds = seed_list(p);
+  const std::vector<int> dims = {static_cast<int>(p.integer("d"))};
+  const int steps = trajectory_length(p);
+  const AmpBatch b = run_batch(p, alphas, dims, seeds, ctx);
+  const auto tr = trajectories(b, steps);
+  out.tables["sim.csv"] = sim_table(alphas, dims, tr, steps);
+  out.tables["amp_trajectory.csv"] = trajectory_table(alphas, dims, tr, steps);
+  out.tables["amp_iterations.csv"] = iterations_table(b);
+  if (!b.shared.empty()) out.tables["state_evolution.csv"] = state_evolution_table(alphas, b, dims);
+  describe(out, p, b);
+  int failed = 0;
+  for (const auto& r : b.runs) failed += r.ok ? 0 : 1;
+  out.summary = fmt::format("tied-attention simulate (AMP, {} channel): d = {}, {} alpha values x {} seeds, {} failed",
+                            bayes_channel_name(bayes_channel_of(p)), dims.front(), alphas.size(), seeds.size(), failed);
+  if (failed) out.exit_code = 3;
+  return out;
+}
+
+RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
+  RunOutput out;
+  const auto alphas = alpha_grid(p);
+  const auto seeds = seed_list(p);
+  if (seeds.size() < 2) throw InputError("seeds", "validate needs at least 2 seeds (standard errors)");
+  const auto dims = amp_dims(p);
+  const int steps = trajectory_length(p);
+  const double zc = p.real("z_crit"), floor = p.real("rel_floor");
+  const AmpBatch b = run_batch(p, alphas, dims, seeds, ctx);
+  const auto tr = trajectories(b, steps);
+  out.tables["sim.csv"] = sim_table(alphas, dims, tr, steps);
+  out.tables["amp_trajectory.csv"] = trajectory_table(alphas, dims, tr, steps);
+  out.tables["amp_iterations.csv"] = iterations_table(b);
+  if (!b.shared.empty()) out.tables["state_evolution.csv"] = state_evolution_table(alphas, b, dims);
+  describe(out, p, b);
+
+  // Per α, compared iteration and observable: the mean difference AMP − SE (per seed with
+  // amp_prior=oracle) extrapolated to d → ∞ must vanish.
+  std::vector<std::string> cols = {"alpha", "iteration", "observable", "theory"};
+  for (int d : dims)
+    for (const char* c : {"sim_d", "se_d", "diff_d", "diff_se_d"}) cols.push_back(fmt::format("{}{}", c, d));
+  for (const char* c : {"extrapolated_diff", "extrapolated_se", "allowed", "pass"}) cols.push_back(c);
+  Table vt(cols);
+  int checks = 0, failures = 0, failed_runs = 0;
+  double worst_ratio = 0;
+  json worst = json::object();
+  for (const auto& [key, g] : tr) failed_runs += g.failed;
+  for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
+    const Trajectory& ref = tr.at({ia, dims.back()});
+    const double Q0 = target_law_at(p, dims.back())->second_moment();
+    for (int t : checkpoints(b.runs.front().se, steps, Q0)) {  // the SE's transient is the same for every run to O(1/d)
+      for (const char* obs : {"mse", "m"}) {
+        const bool is_mse = std::string(obs) == "mse";
+        const auto i = static_cast<std::size_t>(t);
+        const double theory = is_mse ? ref.se_mse[i].mean : Q0 - ref.se_mse[i].mean;
+        std::vector<Cell> row = {alphas[ia], double(t), std::string(obs), theory};
+        std::vector<double> dd, y, se;
+        for (int d : dims) {
+          const Trajectory& g = tr.at({ia, d});
+          const Stat& sim = is_mse ? g.mse[i] : g.m[i];
+          const Stat& df = is_mse ? g.diff_mse[i] : g.diff_m[i];
+          dd.push_back(d);
+          y.push_back(df.mean);
+          se.push_back(df.se);
+          for (double v : {sim.mean, sim.se, df.mean, df.se}) row.push_back(v);
+        }
+        const Extrapolation e = extrapolate_inverse_d(dd, y, se);
+        const double allowed = zc * e.a_se + floor * std::fabs(theory);
+        const bool pass = std::fabs(e.a) <= allowed && failed_runs == 0;
+        ++checks;
+        failures += pass ? 0 : 1;
+        const double ratio = std::fabs(e.a) / std::max(allowed, 1e-300);
+        if (ratio > worst_ratio) {
+          worst_ratio = ratio;
+          worst = {{"alpha", alphas[ia]}, {"iteration", t}, {"observable", obs}, {"theory", theory},
+                   {"extrapolated_diff", e.a}, {"extrapolated_se", e.a_se}, {"allowed", allowed}};
+        }
+        for (double v : {e.a, e.a_se, allowed, pass ? 1.0 : 0.0}) row.push_back(v);
+        vt.add_row(row);
+      }
+    }
+  }
+  out.tables["validate.csv"] = vt;
+  out.info["verdict"] = {{"checks", checks},
+                         {"failures", failures},
+                         {"failed_runs", failed_runs},
+                         {"criterion", fmt::format("|a| <= {} * se(a) + {} * |theory| at each compared iteration, where a "
+                                                   "is the d -> infinity intercept of a weighted fit a + b/d of the mean "
+                                                   "difference AMP - state evolution over dims; no AMP run failed",
+                                                   zc, floor)},
+                         {"worst", worst},
+                         {"worst_ratio", worst_ratio}};
+  out.info["dims"] = dims;
+  out.info["seeds"] = seeds;
+  out.exit_code = failures ? 1 : 0;
+  out.summary = fmt::format("tied-attention validate (AMP vs state evolution, T = {}, {} channel, prior {}): {} of {} "
+                            "checks pass -> {}",
+                            p.integer("T"), bayes_channel_name(bayes_channel_of(p)), p.text("amp_prior"), checks - failures,
+                            checks, failures ? "DISAGREE" : "agree");
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Figures.
+
+namespace {
+
+std::vector<double> distinct(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+Table rows_where(const Table& t, const std::string& key, double value) {
+  Table out(t.columns());
+  for (std::size_t i = 0; i < t.rows(); ++i)
+    if (t.number(i, key) == value) out.add_row(t.row(i));
+  return out;
+}
+
+plot::Series series(const std::string& label, std::vector<double> x, std::vector<double> y, plot::Style st, int color,
+                    std::vector<double> yerr = {}) {
+  plot::Series s;
+  s.label = label;
+  s.x = std::move(x);
+  s.y = std::move(y);
+  s.yerr = std::move(yerr);
+  s.style = st;
+  s.color = color;
+  return s;
+}
+
+void plot_trajectories(const Table& tr, const std::filesystem::path& stem) {
+  plot::Figure f;
+  f.title = "AMP (points, mean over seeds) against its state evolution (line), iteration by iteration";
+  for (double a : distinct(tr.numbers("alpha"))) {
+    const Table ta = rows_where(tr, "alpha", a);
+    plot::Panel panel;
+    panel.title = fmt::format("alpha = {}", a);
+    panel.xlabel = "iteration";
+    panel.ylabel = "|S_t - S0|_F^2 / d";
+    panel.logy = true;
+    const auto dims = distinct(ta.numbers("d"));
+    const Table big = rows_where(ta, "d", dims.back());
+    panel.series.push_back(series("state evolution", big.numbers("iteration"), big.numbers("se_mse"), plot::Style::lines, 0));
+    int c = 1;
+    for (double d : dims) {
+      const Table td = rows_where(ta, "d", d);
+      panel.series.push_back(series(fmt::format("AMP d = {}", d), td.numbers("iteration"), td.numbers("mse"),
+                                    plot::Style::errorbars, c++, td.numbers("mse_se")));
+    }
+    f.panels.push_back(panel);
+    if (f.panels.size() == 6) break;
+  }
+  plot::render(f, stem);
+}
+
+void plot_fixed_points(const Table& sim, const std::filesystem::path& stem) {
+  plot::Figure f;
+  f.columns = 1;
+  plot::Panel panel;
+  panel.title = "AMP at its last iterate against the state evolution's fixed point";
+  panel.xlabel = "alpha = n/d^2";
+  panel.ylabel = "|S - S0|_F^2 / d";
+  const auto dims = distinct(sim.numbers("d"));
+  const Table big = rows_where(sim, "d", dims.back());
+  panel.series.push_back(series("state evolution", big.numbers("alpha"), big.numbers("theory_mse"), plot::Style::linespoints, 0));
+  int c = 1;
+  for (double d : dims) {
+    const Table td = rows_where(sim, "d", d);
+    panel.series.push_back(
+        series(fmt::format("AMP d = {}", d), td.numbers("alpha"), td.numbers("mse"), plot::Style::errorbars, c++, td.numbers("mse_se")));
+  }
+  f.panels = {panel};
+  plot::render(f, stem);
+}
+
+}  // namespace
+
+void amp_plot_folder(const std::filesystem::path& dir) {
+  const auto tr = dir / "amp_trajectory.csv";
+  if (!std::filesystem::exists(tr)) return;
+  plot_trajectories(Table::read_csv_file(tr.string()), dir / "amp_trajectory");
+  if (std::filesystem::exists(dir / "sim.csv")) plot_fixed_points(Table::read_csv_file((dir / "sim.csv").string()), dir / "amp_fixed_point");
+}
+
+}  // namespace hdat::tied
