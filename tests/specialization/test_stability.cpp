@@ -53,7 +53,7 @@ TEST_CASE("fixed point and Jacobian: residual ~ 0; J v matches the flow's direct
   CHECK(fp.summary.converged);
   CHECK(fp.summary.residual < 1e-9);
   CHECK((fp.M.row(0) - fp.M.row(1)).norm() == 0.0);
-  const Linearisation lin = linearise(flow, fp.M, fp.R);
+  const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
   const Coordinates c{2, 2};
   const Eigen::VectorXd x = c.pack(fp.M, fp.R);
   auto f = [&](const Eigen::VectorXd& z) {
@@ -98,7 +98,7 @@ TEST_CASE("for a diagonal prior covariance the predicted order follows Var theta
     const auto flow = flow_for(p, 6000);
     const SymmetricFixedPoint fp = symmetric_fixed_point(flow, FixedPointOptions{});
     REQUIRE(fp.summary.converged);
-    const Linearisation lin = linearise(flow, fp.M, fp.R);
+    const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
     CHECK(predicted_order(lin, F) == k.order);
     // The Hessian of the risk: the most negative head-difference eigenvalue is along the largest variance.
     for (const auto& m : lin.hessian_modes)
@@ -114,7 +114,7 @@ TEST_CASE("with H = 1 there is no head-difference direction") {
   const auto flow = flow_for(p, 4000);
   const SymmetricFixedPoint fp = symmetric_fixed_point(flow, FixedPointOptions{});
   CHECK(fp.summary.converged);
-  const Linearisation lin = linearise(flow, fp.M, fp.R);
+  const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
   for (const auto& m : lin.modes) CHECK(m.kind == "symmetric");
   CHECK(lin.lambda_max == -INFINITY);
   // The single head's fixed point is stable.

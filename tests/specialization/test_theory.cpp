@@ -192,7 +192,7 @@ TEST_CASE("the drift (terms linear in eta) is -eta times the gradient of the pop
 }
 
 TEST_CASE("heads first move together, then specialise (bayes, H = F = 2, theta = 2.5 e_f, eta = 1)") {
-  const Params p = params({"activation=bayes", "eta=1", "prior.kind=discrete", "prior.points=[[2.5,0],[0,2.5]]", "t_max=100",
+  const Params p = params({"activation=bayes", "eta=1", "prior.kind=discrete", "prior.points=[[2.5,0],[0,2.5]]",
                            "mc_samples=8000", "t_points=[0,2,4,100]"});
   const auto flow = flow_for(p, 8000);
   Eigen::MatrixXd M0, R0;
@@ -238,7 +238,7 @@ TEST_CASE("Bayes-softmax with one head per support point and small eta ends near
   CHECK(final_risk > b - 0.002);      // no student beats the Bayes risk (up to Monte Carlo error)
   CHECK(final_risk - b < 0.005);      // O(eta) excess, 0.0013 at eta = 0.1
   // Pruning: with one head per support point, neither head can go.
-  const auto rows = prune_heads(flow, tr.M_final, tr.R_final);
+  const auto rows = prune_heads(flow, tr.M_final, tr.R_final, tr.b_final);
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].kept == 2);
   CHECK(rows[1].risk > rows[0].risk + 0.1);
@@ -254,7 +254,7 @@ TEST_CASE("pruning: a redundant bayes head can go (H = 3, F = 2)") {
     Eigen::MatrixXd M(3, 2);
     M << 2.5, 0, 0, 2.5, 2.5, 0;
     const Eigen::MatrixXd R = M * M.transpose() + 0.01 * Eigen::MatrixXd::Identity(3, 3);
-    const auto rows = prune_heads(flow, M, R);
+    const auto rows = prune_heads(flow, M, R, flow.setup().bias);
     REQUIRE(rows.size() == 3);
     CHECK(rows[1].kept == 2);
     CHECK(rows[1].risk - rows[0].risk < 0.02);
