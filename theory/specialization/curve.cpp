@@ -68,8 +68,8 @@ std::vector<PruneRow> prune_heads(const OrderParameterFlow& flow, const Eigen::M
       for (int h = 0; h < H; ++h)
         if (mask & (1 << h)) kept.push_back(h);
       const auto [r, se] = flow.risk_with_heads(M, R, b, kept);
-      PruneRow& b = best[kept.size()];
-      if (r < b.risk) b = {static_cast<int>(kept.size()), r, se, kept};
+      PruneRow& best_of_size = best[kept.size()];
+      if (r < best_of_size.risk) best_of_size = {static_cast<int>(kept.size()), r, se, kept};
     }
     for (int k = H; k >= 1; --k) rows.push_back(best[static_cast<std::size_t>(k)]);
     return rows;
