@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <functional>
 #include <initializer_list>
 
 #include <boost/random/normal_distribution.hpp>
@@ -261,62 +260,6 @@ const ParamSet& parameters() {
     return p;
   }();
   return set;
-}
-
-namespace {
-// The commands each key acts in (a key not listed acts in every command). `applies` may also read
-// the configuration where a key acts in a command only for some of it (D in curve: only through the
-// initial overlaps' asymmetry).
-struct CommandScope {
-  std::vector<std::string> keys;
-  std::string where;
-  std::function<bool(const std::string& command, const Params& p)> applies;
-};
-
-bool drift_mode(const Params& p) { return is(p, "mode", "drift"); }
-bool activations_analysis(const std::string& c, const Params& p) { return c == "analyze" && is(p, "analysis", "activations"); }
-// The theory's initial overlaps are drawn (curve, and the curves of analysis=activations).
-bool draws_initial_overlaps(const std::string& c, const Params& p) { return c == "curve" || activations_analysis(c, p); }
-bool runs_simulations(const std::string& c, const Params& p) {
-  return c == "simulate" || (c == "validate" && !drift_mode(p)) || (c == "analyze" && is(p, "analysis", "stability") && p.boolean("compare"));
-}
-
-const std::vector<CommandScope>& command_scopes() {
-  static const std::vector<CommandScope> scopes = {
-      {{"D"},
-       "simulate, and the theory's initial overlaps (curve, analyze analysis=activations) unless M0/R0 are given or asymmetry = 0 "
-       "(validate and the stability analysis run the dimensions of dims)",
-       [](const std::string& c, const Params& p) {
-         return c == "simulate" || (draws_initial_overlaps(c, p) && !p.has("M0") && p.real("asymmetry") > 0);
-       }},
-      {{"init_std"}, "every command but curve and analyze analysis=activations with M0/R0 given",
-       [](const std::string& c, const Params& p) { return !(draws_initial_overlaps(c, p) && p.has("M0")); }},
-      {{"M0", "R0", "asymmetry"}, "curve and analyze", [](const std::string& c, const Params&) { return c == "curve" || c == "analyze"; }},
-      {{"t_max", "t_points", "n_points", "split_threshold"}, "every command but validate mode=drift",
-       [](const std::string& c, const Params& p) { return !(c == "validate" && drift_mode(p)); }},
-      {{"mc_samples", "sampling", "break_term"}, "the commands with a theory: curve, validate, analyze",
-       [](const std::string& c, const Params&) { return c != "simulate"; }},
-      {{"rtol", "atol", "stepper"}, "the commands that integrate the theory: curve, validate mode=trajectory, analyze",
-       [](const std::string& c, const Params& p) { return c == "curve" || c == "analyze" || (c == "validate" && !drift_mode(p)); }},
-      {{"prune"}, "curve (analyze analysis=activations always prunes)", [](const std::string& c, const Params&) { return c == "curve"; }},
-      {{"seeds", "test_size", "test_mode"}, "the commands that run online SGD over seeds: simulate, validate mode=trajectory, analyze "
-                                            "analysis=stability with compare=true",
-       runs_simulations},
-      {{"dims"}, "validate, and analyze analysis=stability",
-       [](const std::string& c, const Params& p) { return c == "validate" || (c == "analyze" && is(p, "analysis", "stability")); }},
-      {{"mode", "tolerance", "rel_tolerance", "t_compare", "theory_replicas", "drift_samples", "drift_times"}, "validate",
-       [](const std::string& c, const Params&) { return c == "validate"; }},
-      {{"analysis", "t_relax", "compare", "stages", "variants"}, "analyze", [](const std::string& c, const Params&) { return c == "analyze"; }},
-  };
-  return scopes;
-}
-}  // namespace
-
-void check_command(const Params& p, const std::string& command) {
-  for (const auto& scope : command_scopes())
-    for (const auto& key : scope.keys)
-      if (p.given(key) && !scope.applies(command, p))
-        throw InputError(key, fmt::format("does nothing in `{}`: it acts only in {}; leave it unset for this command", command, scope.where));
 }
 
 namespace {

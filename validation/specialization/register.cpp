@@ -27,15 +27,10 @@ void register_specialization(Registry& r) {
   e.check = check;
   add_dynamics_commands(e, dynamics_model());
   e.commands["analyze"] = analyze_command;
-  // A key set for a command in which it does nothing is an input error (model.cpp: check_command).
-  for (auto& [name, command] : e.commands)
-    command = [name = name, inner = command](const Params& p, RunContext& ctx) {
-      check_command(p, name);
-      return inner(p, ctx);
-    };
   e.plot = plot_specialization;
   e.default_observables = {"final:risk", "info:events.plateau_end", "info:bayes_risk"};
-  e.smoke = {{{"dims", {300, 600}},
+  e.smoke = {{{"D", 400},
+              {"dims", {300, 600}},
               {"seeds", 6},
               {"t_max", 3.0},
               {"n_points", 8},

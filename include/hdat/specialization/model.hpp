@@ -81,9 +81,5 @@ void initial_overlaps(const Params& p, const Setup& s, Eigen::MatrixXd& M0, Eige
 Eigen::VectorXd pack_state(const Setup& s, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
                            const Eigen::VectorXd& b = Eigen::VectorXd());
 
-/// The commands of the model's keys (hdat list shows them with each key's condition): a key set
-/// explicitly for a command in which it does nothing (dims for curve, t_relax for validate, D for
-/// validate ...) is an InputError naming the key, like a key whose configuration condition fails.
-void check_command(const Params& p, const std::string& command);
 
 }  // namespace hdat::specialization
