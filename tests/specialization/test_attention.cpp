@@ -39,7 +39,8 @@ TEST_CASE("activation Jacobians agree with finite differences (softmax, softmax1
       CAPTURE(static_cast<int>(agg));
       const int L = 5, H = 3;
       Attention att(act, agg, L, H);
-      for (int h = 0; h < H; ++h) att.logit_offset(h) = act == Activation::bayes ? 0.3 * nd(eng) : 0.0;
+      // A per-head offset (softmax1: the bias b_h; bayes: -R_hh/2 + b_h; softmax: none, it cancels).
+      for (int h = 0; h < H; ++h) att.logit_offset(h) = act == Activation::softmax ? 0.0 : 0.8 * nd(eng);
       Eigen::MatrixXd chi(L, H), a(L, H), m(L, H), G(L, H);
       for (int i = 0; i < L * H; ++i) chi.data()[i] = 1.5 * nd(eng);
       Eigen::VectorXd w(L), r(L);
@@ -75,5 +76,68 @@ TEST_CASE("softmax stays finite for huge logits (log-sum-exp)") {
     att.forward(chi, a, w, m);
     CHECK(a.allFinite());
     CHECK(w.allFinite());
+  }
+}
+
+TEST_CASE("softmax1 bias: dw/db_h = sum_l J_{:,hl} = c_h (1 - A_h) a_h (finite differences); zero for softmax") {
+  auto eng = hdat::rng::engine(7);
+  boost::random::normal_distribution<double> nd;
+  for (auto act : {Activation::softmax, Activation::softmax1, Activation::bayes}) {
+    CAPTURE(activation_name(act));
+    const int L = 4, H = 3;
+    Attention att(act, Aggregation::sum, L, H);
+    for (int h = 0; h < H; ++h) att.logit_offset(h) = 0.7 * nd(eng);
+    Eigen::MatrixXd chi(L, H), a(L, H), m(L, H);
+    for (int i = 0; i < L * H; ++i) chi.data()[i] = nd(eng);
+    Eigen::VectorXd w(L), wp(L), wm(L);
+    att.forward(chi, a, w, m);
+    const Eigen::MatrixXd J = numerical_jacobian(att, chi);
+    for (int h = 0; h < H; ++h) {
+      Attention shifted = att;
+      const double e = 1e-6;
+      shifted.logit_offset(h) += e;
+      shifted.forward(chi, a, wp, m);
+      shifted.logit_offset(h) -= 2 * e;
+      shifted.forward(chi, a, wm, m);
+      const Eigen::VectorXd dw_db = (wp - wm) / (2 * e);
+      Eigen::VectorXd sum_J = Eigen::VectorXd::Zero(L);
+      for (int l = 0; l < L; ++l) sum_J += J.col(h * L + l);
+      CHECK((dw_db - sum_J).norm() < 1e-7);
+      if (act == Activation::softmax) CHECK(dw_db.norm() < 1e-8);
+      if (act == Activation::softmax1) {
+        att.forward(chi, a, w, m);
+        const double A = a.col(h).sum();
+        CHECK((dw_db - (1 - A) * a.col(h)).norm() < 1e-7);
+      }
+    }
+  }
+}
+
+TEST_CASE("softmax1 bias limits: b -> -inf switches a head off, b -> +inf gives plain softmax") {
+  auto eng = hdat::rng::engine(9);
+  boost::random::normal_distribution<double> nd;
+  const int L = 5, H = 2;
+  Eigen::MatrixXd chi(L, H), a(L, H), m(L, H), a_soft(L, H), m_soft(L, H), G(L, H);
+  for (int i = 0; i < L * H; ++i) chi.data()[i] = 1.5 * nd(eng);
+  Eigen::VectorXd w(L), w_soft(L), w_one(L), r(L);
+  for (int l = 0; l < L; ++l) r(l) = nd(eng);
+  for (auto agg : {Aggregation::mean, Aggregation::sum}) {
+    CAPTURE(static_cast<int>(agg));
+    Attention soft(Activation::softmax, agg, L, H), one(Activation::softmax1, agg, L, H);
+    soft.forward(chi, a_soft, w_soft, m_soft);
+    // b -> +inf for both heads: softmax1 becomes softmax (to e^{-b}).
+    one.logit_offset.setConstant(40.0);
+    one.forward(chi, a, w, m);
+    CHECK((w - w_soft).norm() < 1e-12);
+    // Head 1 switched off (b_1 -> -inf), head 0 plain (b_0 -> +inf): w is head 0's softmax alone,
+    // and head 1's Jacobian (hence its gradient) vanishes.
+    one.logit_offset << 40.0, -800.0;
+    one.forward(chi, a, w, m);
+    const double c0 = agg == Aggregation::mean ? 0.5 : 1.0;
+    CHECK((w - c0 * a_soft.col(0)).norm() < 1e-12);
+    CHECK(a.col(1).norm() == 0.0);
+    one.vjp(a, m, r, G);
+    CHECK(G.col(1).norm() == 0.0);
+    CHECK(G.col(0).norm() > 1e-3);
   }
 }

@@ -53,7 +53,7 @@ TEST_CASE("fixed point and Jacobian: residual ~ 0; J v matches the flow's direct
   CHECK(fp.summary.converged);
   CHECK(fp.summary.residual < 1e-9);
   CHECK((fp.M.row(0) - fp.M.row(1)).norm() == 0.0);
-  const Linearisation lin = linearise(flow, fp.M, fp.R);
+  const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
   const Coordinates c{2, 2};
   const Eigen::VectorXd x = c.pack(fp.M, fp.R);
   auto f = [&](const Eigen::VectorXd& z) {
@@ -98,7 +98,7 @@ TEST_CASE("for a diagonal prior covariance the predicted order follows Var theta
     const auto flow = flow_for(p, 6000);
     const SymmetricFixedPoint fp = symmetric_fixed_point(flow, FixedPointOptions{});
     REQUIRE(fp.summary.converged);
-    const Linearisation lin = linearise(flow, fp.M, fp.R);
+    const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
     CHECK(predicted_order(lin, F) == k.order);
     // The Hessian of the risk: the most negative head-difference eigenvalue is along the largest variance.
     for (const auto& m : lin.hessian_modes)
@@ -114,9 +114,42 @@ TEST_CASE("with H = 1 there is no head-difference direction") {
   const auto flow = flow_for(p, 4000);
   const SymmetricFixedPoint fp = symmetric_fixed_point(flow, FixedPointOptions{});
   CHECK(fp.summary.converged);
-  const Linearisation lin = linearise(flow, fp.M, fp.R);
+  const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
   for (const auto& m : lin.modes) CHECK(m.kind == "symmetric");
   CHECK(lin.lambda_max == -INFINITY);
   // The single head's fixed point is stable.
   CHECK(lin.modes.front().eigenvalue.real() < 0);
+}
+
+TEST_CASE("trained softmax1 bias: the fixed point includes b; the Jacobian in (M, R, b) matches the flow's directional derivative") {
+  const Params p = params({"activation=softmax1", "aggregation=sum", "H=2", "F=2", "train_bias=true", "bias=[-1,-1]"});
+  const auto flow = flow_for(p, 6000);
+  FixedPointOptions fo;
+  fo.t_relax = 300;
+  const SymmetricFixedPoint fp = symmetric_fixed_point(flow, fo);
+  REQUIRE(fp.summary.converged);
+  CHECK(fp.summary.residual < 1e-9);  // includes db = 0
+  CHECK(fp.b(0) == fp.b(1));
+  const Coordinates c = Coordinates::of(flow.setup());
+  REQUIRE(c.size() == 2 * 2 + 3 + 2);
+  CHECK(c.name(c.size() - 1) == "b_1");
+  const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
+  const Eigen::VectorXd x = c.pack(fp.M, fp.R, fp.b);
+  auto f = [&](const Eigen::VectorXd& z) {
+    Eigen::MatrixXd M, R;
+    Eigen::VectorXd b;
+    c.unpack(z, M, R, b, Eigen::VectorXd());
+    const FlowTerms t = flow.terms(M, R, b, false);
+    return c.pack(t.dM, t.dR_drift + t.dR_noise, t.db);
+  };
+  for (int k : {0, c.size() - 1}) {  // a random direction, and the last bias alone
+    CAPTURE(k);
+    Eigen::VectorXd v = k == 0 ? Eigen::VectorXd(Eigen::VectorXd::LinSpaced(c.size(), -1.0, 1.3).array().sin())
+                               : Eigen::VectorXd(Eigen::VectorXd::Unit(c.size(), k));
+    v /= v.norm();
+    const double e = 3e-4;
+    const Eigen::VectorXd dir = (f(x + e * v) - f(x - e * v)) / (2 * e);
+    CHECK((lin.jacobian * v - dir).norm() < 1e-5 * std::max(1.0, dir.norm()));
+    CHECK(dir.norm() > 1e-4);  // b acts on the flow
+  }
 }

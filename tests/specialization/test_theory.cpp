@@ -191,8 +191,77 @@ TEST_CASE("the drift (terms linear in eta) is -eta times the gradient of the pop
   }
 }
 
+TEST_CASE("the bias's drift is -eta_b times the gradient of the population risk in b; bayes conserves sum b") {
+  // db_h/dt = -eta_b E[sum_l g_hl] = -eta_b dR/db_h (derivation.md §4, b): the ODE's estimator against
+  // central differences of the risk on the same sample set.
+  for (const char* act : {"softmax1", "bayes"}) {
+    CAPTURE(act);
+    const Params p = params({fmt::format("activation={}", act), "H=2", "eta=0.8", "train_bias=true", "eta_bias=1.7", "bias=[-1.5,0.4]",
+                             "prior.mean=[0.8,0.4]", "prior.std=[1.2,0.7]"});
+    const auto flow = flow_for(p, 1 << 16, 22);
+    Eigen::MatrixXd M(2, 2), R(2, 2);
+    M << 0.6, 0.3, 0.2, 0.7;
+    R << 1.2, 0.4, 0.4, 1.0;
+    const Eigen::VectorXd b = flow.setup().bias;
+    const FlowTerms t = flow.terms(M, R, b, true);
+    const double h = 1e-4;
+    for (int i = 0; i < 2; ++i) {
+      Eigen::VectorXd bp = b, bm = b;
+      bp(i) += h, bm(i) -= h;
+      const double grad = (flow.risk(M, R, bp).first - flow.risk(M, R, bm).first) / (2 * h);
+      CAPTURE(i);
+      CHECK(t.db_se(i) > 0);
+      CHECK(std::fabs(-1.7 * grad - t.db(i)) < 5 * t.db_se(i) + 2e-3 * std::fabs(t.db(i)) + 1e-5);
+      CHECK(std::fabs(t.db(i)) > 10 * t.db_se(i));  // a real drift, not noise
+    }
+    // The identity fails with the wrong sign of the bias's drift (break_term=bias_sign).
+    FlowOptions broken;
+    broken.samples = 1 << 16;
+    broken.seed = 22;
+    broken.threads = 2;
+    broken.break_term = "bias_sign";
+    const FlowTerms tb = OrderParameterFlow(flow.setup(), broken).terms(M, R, b, true);
+    CHECK((tb.db - t.db).norm() > 1.9 * t.db.norm());
+    // bayes: a common shift of b cancels in the joint normalisation.
+    if (std::string(act) == "bayes") CHECK(std::fabs(t.db.sum()) < 1e-10);
+    // The bias acts: with b left out of the logits (break_term=bias_logit), the risk changes.
+    if (std::string(act) == "softmax1") {
+      const auto with_b = flow.risk(M, R, b), without_b = flow.risk(M, R, Eigen::VectorXd::Zero(2));
+      CHECK(std::fabs(with_b.first - without_b.first) > 10 * (with_b.second + without_b.second));
+    }
+  }
+}
+
+TEST_CASE("softmax1: b -> +inf is softmax, b -> -inf switches the head off (risk and drift)") {
+  const std::vector<std::string> base = {"H=2", "eta=0.8", "aggregation=sum", "prior.mean=[0.8,0.4]", "prior.std=[1.2,0.7]"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto sets = base;
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return flow_for(params(sets), 1 << 14, 23);
+  };
+  Eigen::MatrixXd M(2, 2), R(2, 2);
+  M << 0.6, 0.3, 0.2, 0.7;
+  R << 1.2, 0.4, 0.4, 1.0;
+  const FlowTerms soft = with({"activation=softmax"}).terms(M, R, false);
+  const FlowTerms plus = with({"activation=softmax1", "bias=[40,40]"}).terms(M, R, false);
+  CHECK(std::fabs(plus.risk - soft.risk) < 1e-10);
+  CHECK((plus.dM - soft.dM).norm() < 1e-10);
+  CHECK((plus.dR_drift + plus.dR_noise - soft.dR_drift - soft.dR_noise).norm() < 1e-10);
+  // Head 1 off: its keys do not move (dM_1 = 0, dR_11 = 0), and the model is head 0 alone.
+  const auto off_flow = with({"activation=softmax1", "bias=[40,-800]"});
+  const FlowTerms off = off_flow.terms(M, R, false);
+  CHECK(off.dM.row(1).norm() == 0.0);
+  CHECK(off.dR_drift(1, 1) + off.dR_noise(1, 1) == 0.0);
+  CHECK(off.dM.row(0).norm() > 1e-3);
+  // Same law of head 0's fields, other samples of them (the kept head's own square root): within errors.
+  const auto [off_risk, off_se] = off_flow.risk(M, R);
+  const auto alone = with({"activation=softmax"}).risk_with_heads(M, R, Eigen::VectorXd::Zero(2), {0});
+  CHECK(std::fabs(off_risk - alone.first) < 5 * (off_se + alone.second));
+  CHECK(std::fabs(off_risk - soft.risk) > 10 * (off_se + alone.second));  // and not the two-head model
+}
+
 TEST_CASE("heads first move together, then specialise (bayes, H = F = 2, theta = 2.5 e_f, eta = 1)") {
-  const Params p = params({"activation=bayes", "eta=1", "prior.kind=discrete", "prior.points=[[2.5,0],[0,2.5]]", "t_max=100",
+  const Params p = params({"activation=bayes", "eta=1", "prior.kind=discrete", "prior.points=[[2.5,0],[0,2.5]]",
                            "mc_samples=8000", "t_points=[0,2,4,100]"});
   const auto flow = flow_for(p, 8000);
   Eigen::MatrixXd M0, R0;
@@ -238,7 +307,7 @@ TEST_CASE("Bayes-softmax with one head per support point and small eta ends near
   CHECK(final_risk > b - 0.002);      // no student beats the Bayes risk (up to Monte Carlo error)
   CHECK(final_risk - b < 0.005);      // O(eta) excess, 0.0013 at eta = 0.1
   // Pruning: with one head per support point, neither head can go.
-  const auto rows = prune_heads(flow, tr.M_final, tr.R_final);
+  const auto rows = prune_heads(flow, tr.M_final, tr.R_final, tr.b_final);
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].kept == 2);
   CHECK(rows[1].risk > rows[0].risk + 0.1);
@@ -254,7 +323,7 @@ TEST_CASE("pruning: a redundant bayes head can go (H = 3, F = 2)") {
     Eigen::MatrixXd M(3, 2);
     M << 2.5, 0, 0, 2.5, 2.5, 0;
     const Eigen::MatrixXd R = M * M.transpose() + 0.01 * Eigen::MatrixXd::Identity(3, 3);
-    const auto rows = prune_heads(flow, M, R);
+    const auto rows = prune_heads(flow, M, R, flow.setup().bias);
     REQUIRE(rows.size() == 3);
     CHECK(rows[1].kept == 2);
     CHECK(rows[1].risk - rows[0].risk < 0.02);
@@ -278,5 +347,12 @@ TEST_CASE("bad input names the key") {
   CHECK(msg({"M0=[[1,0],[0,1]]"}).find("R0") != std::string::npos);
   CHECK(msg({"M0=[[1,0],[0,1]]", "R0=[[0.5,0],[0,0.5]]"}).find("positive semidefinite") != std::string::npos);
   CHECK(msg({"H=3", "bias=[0,0]"}).find("bias") != std::string::npos);
+  // A bias where it does nothing is refused, not ignored: softmax (it cancels per head), bayes with one head.
+  CHECK(msg({"activation=softmax", "bias=[-3,-3]"}).find("bias") != std::string::npos);
+  CHECK(msg({"activation=softmax", "train_bias=true"}).find("train_bias") != std::string::npos);
+  CHECK(msg({"activation=bayes", "H=1", "bias=[1]"}).find("bias") != std::string::npos);
+  CHECK(msg({"activation=softmax1", "eta_bias=2"}).find("eta_bias") != std::string::npos);
+  CHECK(msg({"activation=softmax1", "break_term=bias_sign"}).find("break_term") != std::string::npos);
+  CHECK(msg({"activation=softmax1", "bias=[-3,-3]"}).empty());
   CHECK(msg({"activation=relu"}).find("softmax|softmax1|bayes") != std::string::npos);
 }

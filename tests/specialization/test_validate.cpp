@@ -53,3 +53,25 @@ TEST_CASE("drift check: every term agrees for every activation, and a broken ter
     CHECK(run_validate(sets).exit_code == 1);
   }
 }
+
+TEST_CASE("softmax1 with a bias, fixed and trained: the drift check agrees; a broken bias term is caught") {
+  const std::vector<std::string> base = {"mode=drift", "activation=softmax1", "aggregation=sum", "H=2", "eta=1", "dims=[500]",
+                                         "drift_samples=3000", "drift_times=[0,4]", "mc_samples=16000"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto sets = base;
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return run_validate(sets);
+  };
+  // Fixed b = -2: b in the logits of theory and simulator; the theory without it (bias_logit) fails.
+  CHECK(with({"bias=[-2,-2]"}).exit_code == 0);
+  CHECK(with({"bias=[-2,-2]", "break_term=bias_logit"}).exit_code == 1);
+  // Trained b: its drift (term "bias") is checked with the others; the wrong sign of it fails.
+  const auto trained = with({"bias=[-2,-2]", "train_bias=true", "eta_bias=2"});
+  CHECK(trained.exit_code == 0);
+  const Table& drift = trained.tables.at("drift.csv");
+  int bias_rows = 0;
+  for (std::size_t r = 0; r < drift.rows(); ++r)
+    if (drift.text(r, "term") == "bias") bias_rows += std::fabs(drift.number(r, "simulation")) > 3 * drift.number(r, "simulation_se");
+  CHECK(bias_rows >= 2);  // the bias moves measurably in the simulation, and the theory matches it
+  CHECK(with({"bias=[-2,-2]", "train_bias=true", "eta_bias=2", "break_term=bias_sign"}).exit_code == 1);
+}

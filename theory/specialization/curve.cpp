@@ -55,7 +55,8 @@ Events detect_events(const Table& curve, int H, int F, double threshold) {
   return ev;
 }
 
-std::vector<PruneRow> prune_heads(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) {
+std::vector<PruneRow> prune_heads(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
+                                  const Eigen::VectorXd& b) {
   const int H = static_cast<int>(M.rows());
   std::vector<PruneRow> rows;
   if (H <= 8) {
@@ -66,23 +67,23 @@ std::vector<PruneRow> prune_heads(const OrderParameterFlow& flow, const Eigen::M
       std::vector<int> kept;
       for (int h = 0; h < H; ++h)
         if (mask & (1 << h)) kept.push_back(h);
-      const auto [r, se] = flow.risk_with_heads(M, R, kept);
-      PruneRow& b = best[kept.size()];
-      if (r < b.risk) b = {static_cast<int>(kept.size()), r, se, kept};
+      const auto [r, se] = flow.risk_with_heads(M, R, b, kept);
+      PruneRow& best_of_size = best[kept.size()];
+      if (r < best_of_size.risk) best_of_size = {static_cast<int>(kept.size()), r, se, kept};
     }
     for (int k = H; k >= 1; --k) rows.push_back(best[static_cast<std::size_t>(k)]);
     return rows;
   }
   std::vector<int> kept(static_cast<std::size_t>(H));
   for (int h = 0; h < H; ++h) kept[static_cast<std::size_t>(h)] = h;
-  auto [r0, se0] = flow.risk_with_heads(M, R, kept);
+  auto [r0, se0] = flow.risk_with_heads(M, R, b, kept);
   rows.push_back({H, r0, se0, kept});
   while (kept.size() > 1) {
     PruneRow best{0, INFINITY, 0, {}};
     for (std::size_t i = 0; i < kept.size(); ++i) {
       std::vector<int> trial = kept;
       trial.erase(trial.begin() + static_cast<long>(i));
-      const auto [r, se] = flow.risk_with_heads(M, R, trial);
+      const auto [r, se] = flow.risk_with_heads(M, R, b, trial);
       if (r < best.risk) best = {static_cast<int>(trial.size()), r, se, trial};
     }
     kept = best.heads;
@@ -123,20 +124,29 @@ IntegrateOptions integrate_options(const Params& p, const StateLayout& layout) {
 
 Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::MatrixXd& M0, const Eigen::MatrixXd& R0,
                           const std::vector<double>& times, const IntegrateOptions& options) {
+  return integrate_flow(flow, pack_state(flow.setup(), M0, R0), times, options);
+}
+
+Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::VectorXd& x0, const std::vector<double>& times,
+                          const IntegrateOptions& options) {
   const StateLayout& layout = flow.layout();
-  TheoryRun run = flow.run(pack_state(flow.setup(), M0, R0), times, options);
-  Trajectory out{std::move(run.table), run.solver, layout.view(run.final, "M"), layout.view(run.final, "R"), worst_psd_violation(run.table, flow.setup())};
-  return out;
+  TheoryRun run = flow.run(x0, times, options);
+  const double psd = worst_psd_violation(run.table, flow.setup());
+  return {std::move(run.table), run.solver, layout.view(run.final, "M"), layout.view(run.final, "R"), flow.setup().bias_in(run.final), psd};
+}
+
+Eigen::VectorXd state_at(const Table& table, std::size_t row, const StateLayout& layout) {
+  std::vector<double> values;
+  for (const auto& c : layout.columns()) values.push_back(table.number(row, c));
+  return layout.from_values(values);
 }
 
 double worst_psd_violation(const Table& curve, const Setup& s) {
   double worst = 0;
+  const StateLayout layout = s.layout();
   for (std::size_t r = 0; r < curve.rows(); ++r) {
-    Eigen::MatrixXd M(s.H, s.F), R(s.H, s.H);
-    for (int h = 0; h < s.H; ++h) {
-      for (int f = 0; f < s.F; ++f) M(h, f) = curve.number(r, fmt::format("M_{}_{}", h, f));
-      for (int k = h; k < s.H; ++k) R(h, k) = R(k, h) = curve.number(r, fmt::format("R_{}_{}", h, k));
-    }
+    const Eigen::VectorXd x = state_at(curve, r, layout);
+    const Eigen::MatrixXd M = layout.view(x, "M"), R = layout.view(x, "R");
     double low = 0;
     psd_sqrt(R - M * M.transpose(), &low);
     worst = std::min(worst, low);
@@ -173,12 +183,8 @@ void add_curve_results(const Params& p, RunOutput& out) {
 
   const bool solved = out.info["solver"]["status"] == "completed" || out.info["solver"]["status"] == "stopped_by_event";
   if (p.boolean("prune") && solved && n) {
-    Eigen::MatrixXd M(s.H, s.F), R(s.H, s.H);
-    for (int h = 0; h < s.H; ++h) {
-      for (int f = 0; f < s.F; ++f) M(h, f) = curve.number(n - 1, fmt::format("M_{}_{}", h, f));
-      for (int k = h; k < s.H; ++k) R(h, k) = R(k, h) = curve.number(n - 1, fmt::format("R_{}_{}", h, k));
-    }
-    const auto rows = prune_heads(flow, M, R);
+    const Eigen::VectorXd x = state_at(curve, n - 1, flow.layout());
+    const auto rows = prune_heads(flow, flow.layout().view(x, "M"), flow.layout().view(x, "R"), s.bias_in(x));
     Table pt({"kept_heads", "risk", "risk_se", "risk_increase", "heads"});
     nlohmann::json pj = nlohmann::json::array();
     const double full = rows.front().risk;

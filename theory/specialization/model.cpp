@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <initializer_list>
+
 #include <boost/random/normal_distribution.hpp>
 #include <boost/random/uniform_01.hpp>
 
@@ -74,8 +76,12 @@ void Prior::from_normals(const double* z, Eigen::VectorXd& theta) const {
     throw std::logic_error("Prior::from_normals: a discrete prior is enumerated, not sampled");
 }
 
-Eigen::VectorXd Setup::logit_offset(const Eigen::VectorXd& key_norms) const {
-  if (activation == Activation::bayes) return -0.5 * key_norms + bias;
+Eigen::VectorXd Setup::logit_offset(const Eigen::VectorXd& key_norms, const Eigen::VectorXd& b) const {
+  switch (activation) {
+    case Activation::bayes: return -0.5 * key_norms + b;
+    case Activation::softmax1: return b;
+    case Activation::softmax: break;
+  }
   return Eigen::VectorXd::Zero(key_norms.size());
 }
 
@@ -84,7 +90,13 @@ Attention Setup::attention() const { return Attention(activation, aggregation, L
 StateLayout Setup::layout() const {
   StateLayout l;
   l.add("M", H, F).add("R", H, H, /*symmetric=*/true);
+  if (train_bias) l.add_vector("b", H);
   return l;
+}
+
+Eigen::VectorXd Setup::bias_in(const Eigen::VectorXd& x) const {
+  if (!train_bias) return bias;
+  return layout().view(x, "b");
 }
 
 Activation activation_from(const std::string& name) {
@@ -103,11 +115,31 @@ std::string activation_name(Activation a) {
   return "?";
 }
 
+namespace {
+
+bool is(const Params& p, const std::string& key, const std::string& value) { return p.text(key) == value; }
+bool activation_in(const Params& p, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (is(p, "activation", n)) return true;
+  return false;
+}
+// An offset of all of a head's logits acts for softmax1 (against the zero logit) and for bayes with
+// more than one head (through the shared normalisation); for softmax it cancels in each head's own.
+bool bias_acts(const Params& p) { return is(p, "activation", "softmax1") || (is(p, "activation", "bayes") && p.integer("H") > 1); }
+const char* kBiasCondition =
+    "activation is softmax1, or bayes with H > 1 (for softmax a per-head offset of the logits cancels in each head's "
+    "normalisation, for bayes with one head in the joint one: it would do nothing)";
+
+}  // namespace
+
 const ParamSet& parameters() {
   static const ParamSet set = [] {
     ParamSet p;
     // The model (spec "Parameters").
-    p.integer("D", 1000, "dimension D (simulator; sets the O(1/sqrt D) initial asymmetry of the theory)", Range::at_least(2))
+    p.integer("D", 1000,
+              "dimension D (simulate; and the O(1/sqrt D) asymmetry of the theory's initial overlaps in curve and "
+              "analyze analysis=activations)",
+              Range::at_least(2))
         .integer("L", 4, "tokens per sequence", Range::between(1, 4096))
         .integer("F", 2, "latent spikes (features)", Range::between(1, 256))
         .integer("H", 2, "attention heads", Range::between(1, 256))
@@ -117,27 +149,45 @@ const ParamSet& parameters() {
         .choice("activation", "bayes", {"softmax", "softmax1", "bayes"},
                 "softmax per head | softmax with an extra zero logit | one softmax over heads x tokens with norm offset")
         .choice("aggregation", "mean", {"mean", "sum"}, "combination of per-head weights (softmax, softmax1): c_h = 1/H or 1")
-        .real_list("bias", nullptr, "b_h, fixed log prior weights of the bayes heads (default: zeros)")
+        .when("activation is softmax or softmax1 and H > 1 (bayes has one joint normalisation; with one head c = 1 either way)",
+              [](const Params& q) { return activation_in(q, {"softmax", "softmax1"}) && q.integer("H") > 1; }, {"activation", "H"})
+        .real_list("bias", nullptr,
+                   "b_h, per-head offset of the logits: softmax1 logits chi_hl + b_h against the fixed zero logit; bayes "
+                   "log prior weights; with train_bias its initial value (default: zeros)")
+        .when(kBiasCondition, bias_acts, {"activation", "H"})
+        .boolean("train_bias", false,
+                 "train b by online SGD, b_h <- b_h - (eta_bias / D) dloss/db_h: b becomes an order parameter (block b)")
+        .when(kBiasCondition, bias_acts, {"activation", "H"})
+        .real("eta_bias", 1.0, "learning rate of the bias (per step eta_bias / D, so b moves on t = steps / D)", Range::positive())
+        .when_in("train_bias", {"true"})
         .choice("prior.kind", "gaussian", {"gaussian", "discrete", "signs"}, "prior of the spike amplitudes theta")
         .real_list("prior.mean", json::array({1.0, 1.0}), "gaussian prior: mean of theta (length F)")
+        .when_in("prior.kind", {"gaussian"})
         .real_list("prior.std", json::array({1.5, 0.6}), "gaussian prior: standard deviations of theta (length F)", Range::nonnegative())
+        .when_in("prior.kind", {"gaussian"})
         .real_matrix("prior.points", nullptr, "discrete prior: support points theta^k (K x F)")
+        .when_in("prior.kind", {"discrete"})
         .real_list("prior.probs", nullptr, "discrete prior: probabilities p_k (default: uniform)", Range::nonnegative())
+        .when_in("prior.kind", {"discrete"})
         .real_list("prior.amplitudes", nullptr, "signs prior: amplitudes a_f, theta_f = +-a_f (length F)", Range::nonnegative())
+        .when_in("prior.kind", {"signs"})
         .real("prior.scale", 1.0, "signal amplitude: theta is multiplied by this factor (any prior kind; for sweeps)",
               Range::nonnegative())
         .real("init_std", 0.3, "sigma0: initial keys k_h ~ N(0, sigma0^2 I_D)", Range::nonnegative())
-        .real_matrix("M0", nullptr, "initial head-spike overlaps M (H x F) for the theory")
-        .real_matrix("R0", nullptr, "initial head-head overlaps R (H x H, symmetric) for the theory")
+        .real_matrix("M0", nullptr, "initial head-spike overlaps M (H x F) for the theory (curve, analyze)")
+        .real_matrix("R0", nullptr, "initial head-head overlaps R (H x H, symmetric) for the theory (curve, analyze)")
         .real("asymmetry", 1.0,
               "scale of the O(1/sqrt D) fluctuations of the theory's initial overlaps (1: those of a random "
               "initialisation at dimension D; 0: exactly symmetric heads, which the D = infinity flow never leaves)",
               Range::between(0, 1))
+        .when("M0 and R0 are not given (they fix the initial overlaps)", [](const Params& q) { return !q.has("M0"); }, {"M0"})
         .integer("seed", 0, "seed of every random stream (initial asymmetry, theory samples, simulation)", Range::at_least(0))
         // Time grid.
         .real("t_max", 100.0, "final time t = steps / D", Range::positive())
+        .when("t_points is not given", [](const Params& q) { return !q.has("t_points"); }, {"t_points"})
         .real_list("t_points", nullptr, "observation times (default: 0 and n_points log-spaced times up to t_max)", Range::nonnegative())
         .integer("n_points", 120, "number of log-spaced observation times when t_points is not given", Range::between(2, 100000))
+        .when("t_points is not given", [](const Params& q) { return !q.has("t_points"); }, {"t_points"})
         // Theory numerics.
         .integer("mc_samples", 20000, "Gaussian samples of the theory's expectations (common random numbers)", Range::at_least(64))
         .choice("sampling", "sobol", {"sobol", "mc"}, "sample set: randomised Sobol (QMC) or plain Monte Carlo")
@@ -146,36 +196,67 @@ const ParamSet& parameters() {
         .choice("stepper", "dopri5", {"dopri5", "rkf78", "cash_karp54", "rosenbrock4"}, "Odeint stepper")
         .real("split_threshold", 0.1,
               "a head has specialised when its row M_h is this far (Euclidean) from the mean row of all heads", Range::positive())
-        .boolean("prune", false, "add the pruning analysis (risk after removing heads) of the final state")
+        .boolean("prune", false, "curve: add the pruning analysis (risk after removing heads) of the final state")
         // Simulation.
-        .integer("seeds", 8, "independent simulation runs (replicas 0, 1, ... of the seed: their own teacher, initialisation and data streams)", Range::between(1, 100000))
-        .integer("test_size", 10000, "fresh test sequences per seed and time for the simulated risk", Range::at_least(1))
+        .integer("seeds", 8,
+                 "simulate, validate, analyze: independent simulation runs (replicas 0, 1, ... of the seed: their own teacher, "
+                 "initialisation and data streams)",
+                 Range::between(1, 100000))
+        .integer("test_size", 10000, "simulate, validate, analyze: fresh test sequences per seed and time for the simulated risk",
+                 Range::at_least(1))
         .choice("test_mode", "projected", {"projected", "full"},
                 "test sequences: drawn in span(K*, v*, keys) only (exactly the same law, L(F+1+H) draws each) or as full "
                 "D-dimensional tokens")
         // Validation.
-        .int_list("dims", json::array({250, 500, 1000, 2000}), "validate: dimensions D of the finite-size study", Range::at_least(2))
+        .int_list("dims", json::array({250, 500, 1000, 2000}), "validate, analyze: dimensions D of the finite-size study", Range::at_least(2))
         .choice("mode", "trajectory", {"trajectory", "drift"},
                 "validate: compare whole trajectories, or the one-step drift of every order parameter term by term")
         .real("tolerance", 4.0, "validate: allowed |theory - simulation| in units of the combined standard error", Range::positive())
         .real("rel_tolerance", 0.05,
               "validate: deviations below this fraction of the quantity's scale always pass (finite-D bias allowance)",
               Range::nonnegative())
+        .when_in("mode", {"trajectory"})
         .real("t_compare", -1.0,
               "validate: compare trajectories up to this time (-1: up to the first plateau escape of the simulation, or t_max)")
+        .when_in("mode", {"trajectory"})
         .integer("theory_replicas", 4,
                  "validate: the theory is integrated on this many independent sample sets; their spread is the theory's "
                  "Monte Carlo error",
                  Range::between(1, 64))
+        .when_in("mode", {"trajectory"})
         .integer("drift_samples", 4000, "validate mode=drift: independent one-step increments per configuration", Range::at_least(10))
+        .when_in("mode", {"drift"})
         .real_list("drift_times", json::array({0.0, 5.0, 20.0}), "validate mode=drift: times along a simulation at which drifts are checked",
                    Range::nonnegative())
-        // Stability analysis (hdat analyze).
+        .when_in("mode", {"drift"})
+        // hdat analyze.
+        .choice("analysis", "stability", {"stability", "activations"},
+                "analyze: linear stability of the unspecialized phase | the activations compared at one setting (final risk "
+                "against the Bayes risk, pruning, per-sequence gating of each head)")
         .real("t_relax", 300.0, "analyze: time along the symmetric flow before the Newton polish of the unspecialized fixed point",
               Range::nonnegative())
+        .when_in("analysis", {"stability"})
         .boolean("compare", true, "analyze: measure escape times and the order of features in online SGD over dims x seeds")
-        .boolean("stages", true, "analyze: also linearise at the later plateaus of the theory's trajectory (after the first split)");
-    declare_break_term(p, {"eta2", "sign_gg"});
+        .when_in("analysis", {"stability"})
+        .boolean("stages", true, "analyze: also linearise at the later plateaus of the theory's trajectory (after the first split)")
+        .when("analysis is stability and H > 1", [](const Params& q) { return is(q, "analysis", "stability") && q.integer("H") > 1; },
+              {"analysis", "H"})
+        .any("variants", nullptr,
+             "analyze analysis=activations: the variants compared, a list of objects of key overrides, e.g. "
+             "[{\"activation\":\"softmax\"},{\"activation\":\"softmax1\",\"aggregation\":\"sum\",\"bias\":-3}] (a number as bias "
+             "is every head's; an optional \"name\"); default: softmax, softmax1 (mean; sum with b = 0, b = -3, trained b; "
+             "mean with trained b), bayes")
+        .when_in("analysis", {"activations"});
+    declare_break_term(p, {"eta2", "sign_gg", "bias_sign", "bias_logit"});
+    p.condition("break_term",
+                "break_term is not bias_sign or bias_logit, or the bias they break acts: bias_sign (the sign of the bias's drift) "
+                "needs train_bias=true, bias_logit (b left out of the theory's logits) a given bias with train_bias=false",
+                [](const Params& q) {
+                  if (is(q, "break_term", "bias_sign")) return q.boolean("train_bias");
+                  if (is(q, "break_term", "bias_logit")) return q.has("bias") && !q.boolean("train_bias");
+                  return true;
+                },
+                {"break_term", "train_bias", "bias"});
     return p;
   }();
   return set;
@@ -242,6 +323,8 @@ Setup setup_from(const Params& p) {
   s.activation = activation_from(p.text("activation"));
   s.aggregation = p.text("aggregation") == "sum" ? Aggregation::sum : Aggregation::mean;
   s.bias = p.has("bias") ? p.vector("bias") : Eigen::VectorXd::Zero(s.H);
+  s.train_bias = p.boolean("train_bias");
+  s.eta_bias = p.real("eta_bias");
   const std::string kind = p.text("prior.kind");
   if (kind == "gaussian") {
     s.prior.kind = Prior::Kind::gaussian;
@@ -295,11 +378,12 @@ void initial_overlaps(const Params& p, const Setup& s, Eigen::MatrixXd& M0, Eige
   R0 = 0.5 * (R0 + R0.transpose());
 }
 
-Eigen::VectorXd pack_state(const Setup& s, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) {
+Eigen::VectorXd pack_state(const Setup& s, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) {
   const StateLayout l = s.layout();
   Eigen::VectorXd x(l.size());
   l.view(x, "M") = M;
   l.view(x, "R") = R;
+  if (s.train_bias) l.view(x, "b") = b.size() ? b : s.bias;
   return x;
 }
 

@@ -28,6 +28,32 @@ StateLayout kernel_outputs(int H, int F, bool risk_only) {
   return out;
 }
 
+// The local fields of one base sample (derivation.md §1), with the signal token ε = 0
+// (exchangeability). Sample layout: [θ noise (F, if sampled)] then per token [λ noise (F), ζ (H_full)];
+// head h reads the sample's ζ coordinate perm[h] (the head permutations of the sample set).
+struct LocalFields {
+  int L, F, H, H_full;
+  Eigen::MatrixXd lam, zeta, chi;  // F x L, H x L, L x H
+
+  LocalFields(int tokens, int features, int heads, int heads_in_sample)
+      : L(tokens), F(features), H(heads), H_full(heads_in_sample), lam(features, tokens), zeta(heads, tokens), chi(tokens, heads) {}
+
+  /// ζ of the tokens with the heads permuted (independent of θ).
+  void load_zeta(const double* zl, const std::vector<int>& perm) {
+    const int stride = F + H_full;
+    for (int l = 0; l < L; ++l)
+      for (int h = 0; h < H; ++h) zeta(h, l) = zl[l * stride + F + perm[static_cast<std::size_t>(h)]];
+  }
+  /// λ_ℓ = θ δ_ℓ0 + noise and χ_ℓ = M λ_ℓ + C ζ_ℓ.
+  void compute(const double* zl, const Eigen::VectorXd& theta, const Eigen::MatrixXd& M, const Eigen::MatrixXd& C) {
+    const int stride = F + H_full;
+    for (int l = 0; l < L; ++l)
+      for (int f = 0; f < F; ++f) lam(f, l) = zl[l * stride + f] + (l == 0 ? theta(f) : 0.0);
+    chi.noalias() = lam.transpose() * M.transpose();
+    chi.noalias() += zeta.transpose() * C.transpose();
+  }
+};
+
 // One base sample: for every head permutation and every enumerated prior point, the quantities above.
 struct FlowKernel {
   // Shared, read-only.
@@ -42,17 +68,16 @@ struct FlowKernel {
   Attention att;
   StateLayout outputs;
   // Scratch (expectation() copies the kernel once per thread).
-  Eigen::MatrixXd lam, zeta, chi, a, m, g, mm, N;
+  LocalFields fields;
+  Eigen::MatrixXd a, m, g, mm, N;
   Eigen::VectorXd w, err, theta;
 
   FlowKernel(const Setup& setup, const std::vector<std::vector<int>>& p, const Eigen::MatrixXd& th, const Eigen::VectorXd& tw,
              bool from_sample, bool only_risk, const Eigen::MatrixXd& Mm, const Eigen::MatrixXd& Cm, const Attention& attention)
       : s(&setup), perms(&p), thetas(&th), theta_w(&tw), theta_from_sample(from_sample), risk_only(only_risk), M(Mm), C(Cm),
-        att(attention), outputs(kernel_outputs(static_cast<int>(Mm.rows()), setup.F, only_risk)) {
+        att(attention), outputs(kernel_outputs(static_cast<int>(Mm.rows()), setup.F, only_risk)),
+        fields(setup.L, setup.F, static_cast<int>(Mm.rows()), setup.H) {
     const int L = s->L, H = static_cast<int>(M.rows()), F = s->F;
-    lam.resize(F, L);
-    zeta.resize(H, L);
-    chi.resize(L, H);
     a.resize(L, H);
     m.resize(L, H);
     g.resize(L, H);
@@ -69,19 +94,15 @@ struct FlowKernel {
     const int L = s->L, H = static_cast<int>(M.rows()), F = s->F;
     std::fill(out, out + out_dim(), 0.0);
     double& e = outputs.view(out, "e")(0, 0);
-    // Sample layout: [θ noise (F, if sampled)] then per token [λ noise (F), ζ (H_full)].
-    const int H_full = s->H;
     const double* zt = z;
     const double* zl = z + (theta_from_sample ? F : 0);
-    const int stride = F + H_full;
     const double Delta2 = s->noise * s->noise;
     const int n_theta = theta_from_sample ? 1 : static_cast<int>(thetas->rows());
     const double perm_w = 1.0 / static_cast<double>(perms->size());
+    const Eigen::MatrixXd& lam = fields.lam;
+    const Eigen::MatrixXd& chi = fields.chi;
     for (const auto& perm : *perms) {
-      // ζ with heads permuted: head h reads the sample's coordinate perm[h].
-      for (int l = 0; l < L; ++l) {
-        for (int h = 0; h < H; ++h) zeta(h, l) = zl[l * stride + F + perm[static_cast<std::size_t>(h)]];
-      }
+      fields.load_zeta(zl, perm);
       for (int it = 0; it < n_theta; ++it) {
         double wt = perm_w;
         if (theta_from_sample) {
@@ -90,11 +111,7 @@ struct FlowKernel {
           theta = thetas->row(it).transpose();
           wt *= (*theta_w)(it);
         }
-        // λ_ℓ = θ δ_ℓε + noise, with the signal token ε = 0 (exchangeability).
-        for (int l = 0; l < L; ++l)
-          for (int f = 0; f < F; ++f) lam(f, l) = zl[l * stride + f] + (l == 0 ? theta(f) : 0.0);
-        chi.noalias() = lam.transpose() * M.transpose();
-        chi.noalias() += zeta.transpose() * C.transpose();
+        fields.compute(zl, theta, M, C);
         att.forward(chi, a, w, m);
         err = -w;
         err(0) += 1.0;
@@ -174,14 +191,25 @@ long OrderParameterFlow::evaluations_per_expectation() const {
   return samples_->size() * static_cast<long>(perms_.size()) * (theta_from_sample_ ? 1 : thetas_.rows());
 }
 
+Attention OrderParameterFlow::attention_at(const Setup& setup, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const {
+  Attention att(setup.activation, setup.aggregation, setup.L, static_cast<int>(R.rows()));
+  // break_term=bias_logit (testing only): the theory forgets b in the logits, as if it were never set.
+  const Eigen::VectorXd used = options_.break_term == "bias_logit" ? Eigen::VectorXd(Eigen::VectorXd::Zero(b.size())) : b;
+  att.logit_offset = setup.logit_offset(R.diagonal(), used);
+  return att;
+}
+
 FlowTerms OrderParameterFlow::terms(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, bool with_se) const {
+  if (setup_.train_bias) throw std::logic_error("OrderParameterFlow::terms: the bias is trained, pass the state's b");
+  return terms(M, R, setup_.bias, with_se);
+}
+
+FlowTerms OrderParameterFlow::terms(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b, bool with_se) const {
   const int H = setup_.H;
   FlowTerms t;
   const Eigen::MatrixXd C = psd_sqrt(R - M * M.transpose(), &t.psd_violation);
   t.psd_violation = std::min(0.0, t.psd_violation);
-  Attention att = setup_.attention();
-  att.logit_offset = setup_.logit_offset(R.diagonal());
-  FlowKernel kernel(setup_, perms_, thetas_, theta_w_, theta_from_sample_, false, M, C, att);
+  FlowKernel kernel(setup_, perms_, thetas_, theta_w_, theta_from_sample_, false, M, C, attention_at(setup_, R, b));
   kernel.flip_gg = options_.break_term == "sign_gg";
   const Estimate est = expectation(*samples_, kernel, kernel.out_dim(), with_se, options_.threads);
   const StateLayout& E = kernel.outputs;
@@ -193,6 +221,9 @@ FlowTerms OrderParameterFlow::terms(const Eigen::MatrixXd& M, const Eigen::Matri
   for (int h = 0; h < H; ++h)
     for (int k = 0; k < H; ++k) t.dR_drift(h, k) = -eta * (B(k, h) + B(h, k) - kap * R(h, k) * (gs(k) + gs(h)));
   t.dR_noise = (options_.break_term == "eta2" ? 0.0 : eta * eta / setup_.batch) * Nn;
+  // db_h/dt = −η_b E[∂e/∂b_h] = −η_b E[Σ_ℓ g_hℓ] (derivation.md §4: no η_b² term survives).
+  const double eta_b = setup_.train_bias ? setup_.eta_bias * (options_.break_term == "bias_sign" ? -1.0 : 1.0) : 0.0;
+  t.db = -eta_b * gs;
   t.risk = E.view(est.mean, "e")(0, 0);
   if (with_se) {
     // Standard errors of the combined terms, from those of the expectations (the κ parts are
@@ -206,6 +237,7 @@ FlowTerms OrderParameterFlow::terms(const Eigen::MatrixXd& M, const Eigen::Matri
         t.dR_drift_se(h, k) = eta * std::sqrt(Bse(k, h) * Bse(k, h) + Bse(h, k) * Bse(h, k) +
                                               std::pow(kap * R(h, k), 2) * (gsse(k) * gsse(k) + gsse(h) * gsse(h)));
     t.dR_noise_se = eta * eta / setup_.batch * Nse;
+    t.db_se = std::fabs(eta_b) * gsse;
     t.risk_se = E.view(est.se, "e")(0, 0);
   }
   return t;
@@ -214,15 +246,18 @@ FlowTerms OrderParameterFlow::terms(const Eigen::MatrixXd& M, const Eigen::Matri
 DriftTerms OrderParameterFlow::terms(const Eigen::VectorXd& x) const {
   const Eigen::MatrixXd M = layout_.view(x, "M");
   const Eigen::MatrixXd R = 0.5 * (layout_.view(x, "R") + layout_.view(x, "R").transpose());
-  const FlowTerms t = terms(M, R, true);
-  const Eigen::MatrixXd zero_M = Eigen::MatrixXd::Zero(M.rows(), M.cols());
-  return DriftTerms()
-      .add("eta", pack_state(setup_, t.dM, t.dR_drift), pack_state(setup_, t.dM_se, t.dR_drift_se))
-      .add("eta2", pack_state(setup_, zero_M, t.dR_noise), pack_state(setup_, zero_M, t.dR_noise_se));
+  const FlowTerms t = terms(M, R, setup_.bias_in(x), true);
+  const Eigen::MatrixXd zero_M = Eigen::MatrixXd::Zero(M.rows(), M.cols()), zero_R = Eigen::MatrixXd::Zero(R.rows(), R.cols());
+  const Eigen::VectorXd zero_b = Eigen::VectorXd::Zero(setup_.H);
+  DriftTerms out;
+  out.add("eta", pack_state(setup_, t.dM, t.dR_drift, zero_b), pack_state(setup_, t.dM_se, t.dR_drift_se, zero_b))
+      .add("eta2", pack_state(setup_, zero_M, t.dR_noise, zero_b), pack_state(setup_, zero_M, t.dR_noise_se, zero_b));
+  if (setup_.train_bias) out.add("bias", pack_state(setup_, zero_M, zero_R, t.db), pack_state(setup_, zero_M, zero_R, t.db_se));
+  return out;
 }
 
 Observables OrderParameterFlow::observe(const Eigen::VectorXd& x, double) const {
-  const auto [risk, se] = this->risk(layout_.view(x, "M"), layout_.view(x, "R"));
+  const auto [risk, se] = this->risk(layout_.view(x, "M"), layout_.view(x, "R"), setup_.bias_in(x));
   return Observables().add("risk", risk, se);
 }
 
@@ -230,38 +265,107 @@ void OrderParameterFlow::operator()(const ConstVecRef& x, VecRef dxdt, double) c
   const Eigen::MatrixXd M = layout_.view(x.data(), "M");
   Eigen::MatrixXd R = layout_.view(x.data(), "R");
   R = 0.5 * (R + R.transpose());
-  const FlowTerms t = terms(M, R, false);
+  const Eigen::VectorXd b = setup_.train_bias ? Eigen::VectorXd(layout_.view(x.data(), "b")) : setup_.bias;
+  const FlowTerms t = terms(M, R, b, false);
   layout_.view(dxdt.data(), "M") = t.dM;
   layout_.view(dxdt.data(), "R") = t.dR_drift + t.dR_noise;
+  if (setup_.train_bias) layout_.view(dxdt.data(), "b") = t.db;
 }
 
 std::pair<double, double> OrderParameterFlow::risk(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) const {
-  std::vector<int> all(static_cast<std::size_t>(setup_.H));
-  std::iota(all.begin(), all.end(), 0);
-  return risk_with_heads(M, R, all);
+  if (setup_.train_bias) throw std::logic_error("OrderParameterFlow::risk: the bias is trained, pass the state's b");
+  return risk(M, R, setup_.bias);
 }
 
-std::pair<double, double> OrderParameterFlow::risk_with_heads(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
+std::pair<double, double> OrderParameterFlow::risk(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const {
+  std::vector<int> all(static_cast<std::size_t>(setup_.H));
+  std::iota(all.begin(), all.end(), 0);
+  return risk_with_heads(M, R, b, all);
+}
+
+namespace {
+// The kept heads' overlaps and biases: their fields have exactly the joint law they had in the full
+// model (the sample's ζ coordinates are shared).
+struct KeptHeads {
+  Eigen::MatrixXd M, R;
+  Eigen::VectorXd b;
+  KeptHeads(const Eigen::MatrixXd& Mf, const Eigen::MatrixXd& Rf, const Eigen::VectorXd& bf, const std::vector<int>& kept) {
+    const int K = static_cast<int>(kept.size());
+    M.resize(K, Mf.cols());
+    R.resize(K, K);
+    b.resize(K);
+    for (int i = 0; i < K; ++i) {
+      const int hi = kept[static_cast<std::size_t>(i)];
+      M.row(i) = Mf.row(hi);
+      b(i) = bf(hi);
+      for (int j = 0; j < K; ++j) R(i, j) = Rf(hi, kept[static_cast<std::size_t>(j)]);
+    }
+  }
+};
+}  // namespace
+
+std::pair<double, double> OrderParameterFlow::risk_with_heads(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b,
                                                               const std::vector<int>& kept) const {
   if (kept.empty()) throw std::invalid_argument("risk_with_heads: at least one head must be kept");
-  const int K = static_cast<int>(kept.size());
-  // The full field covariance, then the kept heads' sub-blocks: the fields of the kept heads have
-  // exactly the joint law they had in the full model (the sample's ζ coordinates are shared).
-  Eigen::MatrixXd Mk(K, setup_.F), Rk(K, K);
-  for (int i = 0; i < K; ++i) {
-    Mk.row(i) = M.row(kept[static_cast<std::size_t>(i)]);
-    for (int j = 0; j < K; ++j) Rk(i, j) = R(kept[static_cast<std::size_t>(i)], kept[static_cast<std::size_t>(j)]);
-  }
-  // The kept heads' fields (Mk λ + Ck ζ, Ck Ckᵀ = Rk − Mk Mkᵀ) have the joint law they had in the
-  // full model; the removed heads leave the output (and, for bayes, the normalisation).
-  Attention att(setup_.activation, setup_.aggregation, setup_.L, K);
-  Setup kept_setup = setup_;
-  kept_setup.bias.resize(K);
-  for (int i = 0; i < K; ++i) kept_setup.bias(i) = setup_.bias(kept[static_cast<std::size_t>(i)]);
-  att.logit_offset = kept_setup.logit_offset(Rk.diagonal());
-  FlowKernel k2(setup_, perms_, thetas_, theta_w_, theta_from_sample_, true, Mk, psd_sqrt(Rk - Mk * Mk.transpose()), att);
+  // The removed heads leave the output (and, for bayes, the normalisation; mean aggregation
+  // averages over the kept heads).
+  const KeptHeads k(M, R, b, kept);
+  FlowKernel k2(setup_, perms_, thetas_, theta_w_, theta_from_sample_, true, k.M, psd_sqrt(k.R - k.M * k.M.transpose()),
+                attention_at(setup_, k.R, k.b));
   const Estimate est = expectation(*samples_, k2, 1, true, options_.threads);
   return {est.mean(0), est.se(0)};
+}
+
+namespace {
+// Per support point θ^k and head h: the head's total weight Σ_ℓ a_hℓ and its weight a_h0 on the
+// signal token (outputs [total (K x H), on_signal (K x H)], column-major).
+struct GatingKernel {
+  const std::vector<std::vector<int>>* perms;
+  const Eigen::MatrixXd* thetas;
+  Eigen::MatrixXd M, C;
+  Attention att;
+  LocalFields fields;
+  Eigen::MatrixXd a, m;
+  Eigen::VectorXd w, theta;
+
+  GatingKernel(const Setup& s, const std::vector<std::vector<int>>& p, const Eigen::MatrixXd& th, const Eigen::MatrixXd& Mm,
+               const Eigen::MatrixXd& Cm, const Attention& attention)
+      : perms(&p), thetas(&th), M(Mm), C(Cm), att(attention), fields(s.L, s.F, s.H, s.H), a(s.L, s.H), m(s.L, s.H), w(s.L), theta(s.F) {}
+
+  int out_dim() const { return 2 * static_cast<int>(thetas->rows() * M.rows()); }
+
+  void operator()(const double* z, double* out) {
+    const int K = static_cast<int>(thetas->rows()), H = static_cast<int>(M.rows());
+    std::fill(out, out + out_dim(), 0.0);
+    Eigen::Map<Eigen::MatrixXd> total(out, K, H), on_signal(out + K * H, K, H);
+    const double perm_w = 1.0 / static_cast<double>(perms->size());
+    for (const auto& perm : *perms) {
+      fields.load_zeta(z, perm);
+      for (int k = 0; k < K; ++k) {
+        theta = thetas->row(k).transpose();
+        fields.compute(z, theta, M, C);
+        att.forward(fields.chi, a, w, m);
+        total.row(k) += perm_w * a.colwise().sum();
+        on_signal.row(k) += perm_w * a.row(0);
+      }
+    }
+  }
+};
+}  // namespace
+
+HeadGating OrderParameterFlow::gating(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const {
+  if (theta_from_sample_) throw std::logic_error("OrderParameterFlow::gating needs an enumerated prior (discrete, or signs with F <= 3)");
+  const int K = static_cast<int>(thetas_.rows()), H = setup_.H;
+  GatingKernel kernel(setup_, perms_, thetas_, M, psd_sqrt(R - M * M.transpose()), attention_at(setup_, R, b));
+  const Estimate est = expectation(*samples_, kernel, kernel.out_dim(), true, options_.threads);
+  HeadGating g;
+  g.thetas = thetas_;
+  g.probs = theta_w_;
+  g.total = Eigen::Map<const Eigen::MatrixXd>(est.mean.data(), K, H);
+  g.total_se = Eigen::Map<const Eigen::MatrixXd>(est.se.data(), K, H);
+  g.on_signal = Eigen::Map<const Eigen::MatrixXd>(est.mean.data() + K * H, K, H);
+  g.on_signal_se = Eigen::Map<const Eigen::MatrixXd>(est.se.data() + K * H, K, H);
+  return g;
 }
 
 }  // namespace hdat::specialization

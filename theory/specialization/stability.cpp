@@ -10,13 +10,17 @@
 
 namespace hdat::specialization {
 
-Eigen::VectorXd Coordinates::pack(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) const {
+Eigen::VectorXd Coordinates::pack(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const {
   Eigen::VectorXd x(size());
   int k = 0;
   for (int h = 0; h < H; ++h)
     for (int f = 0; f < F; ++f) x(k++) = M(h, f);
   for (int h = 0; h < H; ++h)
     for (int j = h; j < H; ++j) x(k++) = R(h, j);
+  if (bias) {
+    if (b.size() != H) throw std::logic_error("Coordinates::pack: the biases are coordinates, pass them");
+    for (int h = 0; h < H; ++h) x(k++) = b(h);
+  }
   return x;
 }
 
@@ -30,12 +34,19 @@ void Coordinates::unpack(const Eigen::VectorXd& x, Eigen::MatrixXd& M, Eigen::Ma
     for (int j = h; j < H; ++j) R(h, j) = R(j, h) = x(k++);
 }
 
+void Coordinates::unpack(const Eigen::VectorXd& x, Eigen::MatrixXd& M, Eigen::MatrixXd& R, Eigen::VectorXd& b,
+                         const Eigen::VectorXd& fixed) const {
+  unpack(x, M, R);
+  b = bias ? Eigen::VectorXd(x.tail(H)) : fixed;
+}
+
 std::string Coordinates::name(int k) const {
   if (k < H * F) return fmt::format("M_{}_{}", k / F, k % F);
   k -= H * F;
   for (int h = 0; h < H; ++h)
     for (int j = h; j < H; ++j)
       if (k-- == 0) return fmt::format("R_{}_{}", h, j);
+  if (bias && k < H) return fmt::format("b_{}", k);
   return "?";
 }
 
@@ -55,38 +66,51 @@ using Clock = std::chrono::steady_clock;
 
 Eigen::VectorXd rhs(const OrderParameterFlow& flow, const Coordinates& c, const Eigen::VectorXd& x, long* calls) {
   Eigen::MatrixXd M, R;
-  c.unpack(x, M, R);
-  const FlowTerms t = flow.terms(M, R, false);
+  Eigen::VectorXd b;
+  c.unpack(x, M, R, b, flow.setup().bias);
+  const FlowTerms t = flow.terms(M, R, b, false);
   if (calls) ++*calls;
-  return c.pack(t.dM, t.dR_drift + t.dR_noise);
+  return c.pack(t.dM, t.dR_drift + t.dR_noise, t.db);
 }
 
-// The symmetric manifold in reduced coordinates y = (m_1..m_F, r_d[, r_o]).
+// The symmetric manifold in reduced coordinates y = (m_1..m_F, r_d[, r_o][, β]). β, the common bias,
+// is a coordinate when the bias is trained and acts as a common shift (softmax1); for bayes a common
+// shift cancels in the joint normalisation, so β keeps its start (`beta0`) and is no coordinate.
 struct Symmetric {
   int H, F;
-  int size() const { return F + (H > 1 ? 2 : 1); }
-  void to_state(const Eigen::VectorXd& y, Eigen::MatrixXd& M, Eigen::MatrixXd& R) const {
+  bool beta;
+  double beta0;
+  static Symmetric of(const Setup& s) {
+    return {s.H, s.F, s.train_bias && s.activation == Activation::softmax1, s.bias.size() ? s.bias.mean() : 0.0};
+  }
+  int r_size() const { return H > 1 ? 2 : 1; }
+  int size() const { return F + r_size() + (beta ? 1 : 0); }
+  void to_state(const Eigen::VectorXd& y, Eigen::MatrixXd& M, Eigen::MatrixXd& R, Eigen::VectorXd& b) const {
     M = y.head(F).transpose().replicate(H, 1);
     const double rd = y(F), ro = H > 1 ? y(F + 1) : 0.0;
     R = Eigen::MatrixXd::Constant(H, H, ro);
     R.diagonal().setConstant(rd);
+    b = Eigen::VectorXd::Constant(H, beta ? y(F + r_size()) : beta0);
   }
-  Eigen::VectorXd from_state(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) const {
+  Eigen::VectorXd from_state(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const {
     Eigen::VectorXd y(size());
     y.head(F) = M.colwise().mean().transpose();
     y(F) = R.diagonal().mean();
     if (H > 1) y(F + 1) = (R.sum() - R.diagonal().sum()) / (H * (H - 1.0));
+    if (beta) y(F + r_size()) = b.mean();
     return y;
   }
   Eigen::VectorXd rhs(const OrderParameterFlow& flow, const Eigen::VectorXd& y, long* calls) const {
     Eigen::MatrixXd M, R;
-    to_state(y, M, R);
-    const FlowTerms t = flow.terms(M, R, false);
+    Eigen::VectorXd b;
+    to_state(y, M, R, b);
+    const FlowTerms t = flow.terms(M, R, b, false);
     if (calls) ++*calls;
     Eigen::VectorXd f(size());
     f.head(F) = t.dM.row(0).transpose();
     f(F) = t.dR_drift(0, 0) + t.dR_noise(0, 0);
     if (H > 1) f(F + 1) = t.dR_drift(0, 1) + t.dR_noise(0, 1);
+    if (beta) f(F + r_size()) = t.db(0);
     return f;
   }
 };
@@ -144,15 +168,18 @@ Mode classify(const Coordinates& c, std::complex<double> ev, const Eigen::Vector
   m.eigenvalue = ev;
   m.vector = v_in / std::max(v_in.norm(), 1e-300);
   Eigen::MatrixXd dM, dR;
-  c.unpack(m.vector, dM, dR);
+  Eigen::VectorXd db;
+  c.unpack(m.vector, dM, dR, db, Eigen::VectorXd());
   // Projection on the symmetric (head-exchangeable) subspace: mean row of δM, mean diagonal and mean
-  // off-diagonal of δR. The group acts by permuting coordinates, so this is an orthogonal projection.
+  // off-diagonal of δR, mean of δb. The group acts by permuting coordinates, so this is an orthogonal
+  // projection.
   Eigen::MatrixXd sM = dM.colwise().mean().replicate(c.H, 1), sR(c.H, c.H);
   const double dmean = dR.diagonal().mean();
   const double omean = c.H > 1 ? (dR.sum() - dR.diagonal().sum()) / (c.H * (c.H - 1.0)) : 0.0;
   sR.setConstant(omean);
   sR.diagonal().setConstant(dmean);
-  const Eigen::VectorXd sym = c.pack(sM, sR);
+  const Eigen::VectorXd sb = c.bias ? Eigen::VectorXd(Eigen::VectorXd::Constant(c.H, db.mean())) : Eigen::VectorXd();
+  const Eigen::VectorXd sym = c.pack(sM, sR, sb);
   m.symmetric_share = sym.squaredNorm();
   m.kind = m.symmetric_share > 0.5 ? "symmetric" : "head-difference";
   const Eigen::MatrixXd part = m.kind == "symmetric" ? dM : Eigen::MatrixXd(dM - sM);
@@ -173,11 +200,11 @@ SymmetricFixedPoint symmetric_fixed_point(const OrderParameterFlow& flow, const 
                                           const Eigen::MatrixXd* R_start) {
   const auto start = Clock::now();
   const Setup& s = flow.setup();
-  const Symmetric sym{s.H, s.F};
+  const Symmetric sym = Symmetric::of(s);
   SymmetricFixedPoint out;
   Eigen::MatrixXd M0 = M_start ? *M_start : Eigen::MatrixXd::Zero(s.H, s.F);
   Eigen::MatrixXd R0 = R_start ? *R_start : Eigen::MatrixXd(s.init_std * s.init_std * Eigen::MatrixXd::Identity(s.H, s.H));
-  Eigen::VectorXd y = sym.from_state(M0, R0);
+  Eigen::VectorXd y = sym.from_state(M0, R0, Eigen::VectorXd::Constant(s.H, sym.beta0));
   long calls = 0;
   if (o.t_relax > 0) {
     // Relax along the symmetric flow (reduced coordinates: exactly symmetric, no round-off escape),
@@ -197,32 +224,33 @@ SymmetricFixedPoint symmetric_fixed_point(const OrderParameterFlow& flow, const 
     out.summary.relax_time = o.t_relax;
   }
   newton([&](const Eigen::VectorXd& x) { return sym.rhs(flow, x, &calls); }, y, o, out.summary);
-  sym.to_state(y, out.M, out.R);
-  const Coordinates c{s.H, s.F};
-  out.summary.residual = rhs(flow, c, c.pack(out.M, out.R), &calls).cwiseAbs().maxCoeff();
+  sym.to_state(y, out.M, out.R, out.b);
+  const Coordinates c = Coordinates::of(s);
+  out.summary.residual = rhs(flow, c, c.pack(out.M, out.R, out.b), &calls).cwiseAbs().maxCoeff();
   out.summary.rhs_calls = calls;
   out.summary.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }
 
 SymmetricFixedPoint polish_fixed_point(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
-                                       const FixedPointOptions& o) {
+                                       const Eigen::VectorXd& b, const FixedPointOptions& o) {
   const auto start = Clock::now();
-  const Coordinates c{flow.setup().H, flow.setup().F};
+  const Coordinates c = Coordinates::of(flow.setup());
   SymmetricFixedPoint out;
-  Eigen::VectorXd x = c.pack(M, R);
+  Eigen::VectorXd x = c.pack(M, R, b);
   long calls = 0;
   newton([&](const Eigen::VectorXd& z) { return rhs(flow, c, z, &calls); }, x, o, out.summary);
-  c.unpack(x, out.M, out.R);
+  c.unpack(x, out.M, out.R, out.b, flow.setup().bias);
   out.summary.residual = rhs(flow, c, x, &calls).cwiseAbs().maxCoeff();
   out.summary.rhs_calls = calls;
   out.summary.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }
 
-Linearisation linearise(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, double fd_step) {
-  const Coordinates c{flow.setup().H, flow.setup().F};
-  const Eigen::VectorXd x = c.pack(M, R);
+Linearisation linearise(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b,
+                        double fd_step) {
+  const Coordinates c = Coordinates::of(flow.setup());
+  const Eigen::VectorXd x = c.pack(M, R, b);
   auto f = [&](const Eigen::VectorXd& z) { return rhs(flow, c, z, nullptr); };
   Linearisation lin;
   lin.jacobian = fd_jacobian(f, x, fd_step);
@@ -239,8 +267,9 @@ Linearisation linearise(const OrderParameterFlow& flow, const Eigen::MatrixXd& M
   const int n = static_cast<int>(x.size());
   auto risk = [&](const Eigen::VectorXd& z) {
     Eigen::MatrixXd Mz, Rz;
-    c.unpack(z, Mz, Rz);
-    return flow.risk(Mz, Rz).first;
+    Eigen::VectorXd bz;
+    c.unpack(z, Mz, Rz, bz, flow.setup().bias);
+    return flow.risk(Mz, Rz, bz).first;
   };
   const double hs = 1e-3;
   lin.hessian.resize(n, n);
@@ -286,9 +315,9 @@ double GrowthAlongPlateau::fit_constant(const std::vector<double>& D, const std:
   return n ? acc / n : std::nan("");
 }
 
-double head_difference_rate(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) {
-  const Coordinates c{flow.setup().H, flow.setup().F};
-  const Eigen::MatrixXd J = fd_jacobian([&](const Eigen::VectorXd& z) { return rhs(flow, c, z, nullptr); }, c.pack(M, R), 1e-5);
+double head_difference_rate(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) {
+  const Coordinates c = Coordinates::of(flow.setup());
+  const Eigen::MatrixXd J = fd_jacobian([&](const Eigen::VectorXd& z) { return rhs(flow, c, z, nullptr); }, c.pack(M, R, b), 1e-5);
   Eigen::EigenSolver<Eigen::MatrixXd> es(J, true);
   double lam = -INFINITY;
   for (int k = 0; k < J.rows(); ++k) {
@@ -300,17 +329,19 @@ double head_difference_rate(const OrderParameterFlow& flow, const Eigen::MatrixX
 
 GrowthAlongPlateau growth_along_plateau(const OrderParameterFlow& flow, double t_max, int points) {
   const Setup& s = flow.setup();
-  const Symmetric sym{s.H, s.F};
+  const Symmetric sym = Symmetric::of(s);
   GrowthAlongPlateau g;
   Eigen::MatrixXd M0 = Eigen::MatrixXd::Zero(s.H, s.F), R0 = s.init_std * s.init_std * Eigen::MatrixXd::Identity(s.H, s.H);
   OdeSystem f = [&](const ConstVecRef& x, VecRef d, double) { d = sym.rhs(flow, x, nullptr); };
   IntegrateOptions io;
   io.rtol = 1e-7;
   io.atol = 1e-10;
-  integrate(f, sym.from_state(M0, R0), 0.0, lin_spaced(0.0, t_max, points), [&](double t, const Eigen::VectorXd& y) {
+  integrate(f, sym.from_state(M0, R0, Eigen::VectorXd::Constant(s.H, sym.beta0)), 0.0, lin_spaced(0.0, t_max, points),
+            [&](double t, const Eigen::VectorXd& y) {
     Eigen::MatrixXd M, R;
-    sym.to_state(y, M, R);
-    const double lam = head_difference_rate(flow, M, R);
+    Eigen::VectorXd b;
+    sym.to_state(y, M, R, b);
+    const double lam = head_difference_rate(flow, M, R, b);
     g.t.push_back(t);
     g.lambda.push_back(lam);
     g.Lambda.push_back(g.Lambda.empty() ? 0.0 : g.Lambda.back() + 0.5 * (lam + g.lambda[g.lambda.size() - 2]) * (t - g.t[g.t.size() - 2]));

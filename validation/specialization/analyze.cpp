@@ -64,9 +64,12 @@ std::vector<int> order_from_times(const std::vector<double>& times) {
 }  // namespace
 
 RunOutput analyze_command(const Params& p, RunContext& ctx) {
+  if (p.text("analysis") == "activations") return compare_activations(p, ctx);
   const Setup s = setup_from(p);
+  if (s.bias.size() && (s.bias.array() != s.bias(0)).any())
+    throw InputError("bias", "the stability analysis of the unspecialized phase needs exchangeable heads: give every head the same bias");
   const OrderParameterFlow flow(s, flow_options(p, ctx.threads));
-  const Coordinates c{s.H, s.F};
+  const Coordinates c = Coordinates::of(s);
   FixedPointOptions fo;
   fo.t_relax = p.real("t_relax");
   using Clock = std::chrono::steady_clock;
@@ -75,7 +78,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
   const SymmetricFixedPoint fp = symmetric_fixed_point(flow, fo);
   const double sec_fixed_point = since(t0);
   t0 = Clock::now();
-  const Linearisation lin = linearise(flow, fp.M, fp.R);
+  const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
   const double sec_linearise = since(t0);
   t0 = Clock::now();
   const std::vector<int> order = predicted_order(lin, s.F);
@@ -87,7 +90,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
     FlowOptions fo2 = flow.options();
     fo2.replica = static_cast<std::uint64_t>(k);
     const OrderParameterFlow other(s, fo2);
-    lam_reps.push_back(head_difference_rate(other, fp.M, fp.R));
+    lam_reps.push_back(head_difference_rate(other, fp.M, fp.R, fp.b));
   }
   double lam_se = NAN;
   {
@@ -103,7 +106,9 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
   RunOutput out;
   nlohmann::json st;
   st["fixed_point"] = {{"M", matrix_json(fp.M)}, {"R", matrix_json(fp.R)}, {"solver", fp.summary.to_json()},
-                       {"risk", flow.risk(fp.M, fp.R).first}};
+                       {"risk", flow.risk(fp.M, fp.R, fp.b).first}};
+  st["fixed_point"]["b"] = std::vector<double>(fp.b.data(), fp.b.data() + fp.b.size());
+  st["fixed_point"]["b_trained"] = s.train_bias;
   nlohmann::json eig = nlohmann::json::array(), unstable = nlohmann::json::array(), modes = nlohmann::json::array();
   Table spectrum({"re", "im", "kind", "feature", "feature_share", "symmetric_share"});
   for (const auto& m : lin.modes) {
@@ -145,8 +150,9 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
   {
     std::string mrow;
     for (int f = 0; f < s.F; ++f) mrow += fmt::format("{}{:.4f}", f ? ", " : "", fp.M(0, f));
-    summary += fmt::format("  M* (every head)  [{}],  R_hh {:.4f}{}\n", mrow, fp.R(0, 0),
-                           s.H > 1 ? fmt::format(",  R_hh' {:.4f}", fp.R(0, 1)) : std::string());
+    summary += fmt::format("  M* (every head)  [{}],  R_hh {:.4f}{}{}\n", mrow, fp.R(0, 0),
+                           s.H > 1 ? fmt::format(",  R_hh' {:.4f}", fp.R(0, 1)) : std::string(),
+                           s.train_bias ? fmt::format(",  b_h {:.4f} (trained)", fp.b(0)) : std::string());
   }
   summary += "  leading modes    ";
   for (std::size_t k = 0; k < std::min<std::size_t>(lin.modes.size(), 4); ++k)
@@ -284,29 +290,29 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
     const double t_split = detect_events(tr.table, s.H, s.F, threshold).plateau_end;
     std::vector<double> speed;
     const StateLayout layout = flow.layout();
-    auto state_at = [&](std::size_t r, Eigen::MatrixXd& M, Eigen::MatrixXd& R) {
-      M.resize(s.H, s.F);
-      R.resize(s.H, s.H);
-      for (int h = 0; h < s.H; ++h) {
-        for (int f = 0; f < s.F; ++f) M(h, f) = tr.table.number(r, fmt::format("M_{}_{}", h, f));
-        for (int k = h; k < s.H; ++k) R(h, k) = R(k, h) = tr.table.number(r, fmt::format("R_{}_{}", h, k));
-      }
+    auto row_state = [&](std::size_t r, Eigen::MatrixXd& M, Eigen::MatrixXd& R, Eigen::VectorXd& b) {
+      const Eigen::VectorXd x = state_at(tr.table, r, layout);
+      M = layout.view(x, "M");
+      R = layout.view(x, "R");
+      b = s.bias_in(x);
     };
     for (std::size_t r = 0; r < tr.table.rows(); ++r) {
       Eigen::MatrixXd M, R;
-      state_at(r, M, R);
-      const FlowTerms t = flow.terms(M, R, false);
-      speed.push_back(std::sqrt(t.dM.squaredNorm() + (t.dR_drift + t.dR_noise).squaredNorm()));
+      Eigen::VectorXd b;
+      row_state(r, M, R, b);
+      const FlowTerms t = flow.terms(M, R, b, false);
+      speed.push_back(std::sqrt(t.dM.squaredNorm() + (t.dR_drift + t.dR_noise).squaredNorm() + t.db.squaredNorm()));
     }
     for (std::size_t r = 1; r + 1 < speed.size() && std::isfinite(t_split); ++r) {
       if (tr.table.number(r, "t") <= t_split * 1.2) continue;
       if (!(speed[r] < speed[r - 1] && speed[r] <= speed[r + 1])) continue;
       Eigen::MatrixXd M, R;
-      state_at(r, M, R);
+      Eigen::VectorXd b;
+      row_state(r, M, R, b);
       FixedPointOptions po;
       po.max_iterations = 30;
       po.tolerance = 1e-9;
-      const SymmetricFixedPoint sp = polish_fixed_point(flow, M, R, po);
+      const SymmetricFixedPoint sp = polish_fixed_point(flow, M, R, b, po);
       // A later stage is a fixed point with specialised heads (not the unspecialized one again).
       const Eigen::RowVectorXd mean_row = sp.M.colwise().mean();
       double spread = 0;
@@ -317,7 +323,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
         seen = seen || (Eigen::Map<const Eigen::VectorXd>(old["fixed_point"]["M"].get<std::vector<std::vector<double>>>()[0].data(), s.F) -
                         sp.M.row(0).transpose()).norm() < 1e-3;
       if (seen) continue;
-      const Linearisation sl = linearise(flow, sp.M, sp.R);
+      const Linearisation sl = linearise(flow, sp.M, sp.R, sp.b);
       nlohmann::json um = nlohmann::json::array();
       for (const auto& m : sl.modes)
         if (m.eigenvalue.real() > 0) um.push_back({{"eigenvalue", m.eigenvalue.real()}, {"feature", m.feature}, {"kind", m.kind}});
@@ -330,7 +336,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
                            return e;
                          }()},
                         {"unstable", um},
-                        {"risk", flow.risk(sp.M, sp.R).first}});
+                        {"risk", flow.risk(sp.M, sp.R, sp.b).first}});
       summary += fmt::format("  later plateau    t = {:.3g}: {}; {} unstable mode(s){}\n", tr.table.number(r, "t"), "specialised fixed point",
                              um.size(), um.empty() ? " (stable: the last stage)" : fmt::format(", largest {:+.4f}", um[0]["eigenvalue"].get<double>()));
       if (stages.size() >= 4) break;

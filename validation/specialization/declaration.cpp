@@ -1,6 +1,7 @@
 #include "hdat/specialization/declaration.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "hdat/core/harness.hpp"
 #include "hdat/specialization/curve.hpp"
@@ -35,8 +36,12 @@ DynamicsSettings settings_from(const Params& p) {
 
 std::string describe(const Params& p) {
   const Setup s = setup_from(p);
-  return fmt::format("{}, {} aggregation, L={}, H={}, F={}, eta={}, {} prior", activation_name(s.activation),
-                     s.aggregation == Aggregation::mean ? "mean" : "sum", s.L, s.H, s.F, s.eta, p.text("prior.kind"));
+  std::string bias;
+  if (s.train_bias) bias = fmt::format(", b trained (eta_bias={}, from [{}])", s.eta_bias, fmt::join(s.bias.data(), s.bias.data() + s.bias.size(), ", "));
+  else if (p.has("bias")) bias = fmt::format(", b=[{}]", fmt::join(s.bias.data(), s.bias.data() + s.bias.size(), ", "));
+  const std::string aggregation = s.activation == Activation::bayes ? "" : (s.aggregation == Aggregation::mean ? ", mean aggregation" : ", sum aggregation");
+  return fmt::format("{}{}{}, L={}, H={}, F={}, eta={}, {} prior", activation_name(s.activation), aggregation, bias, s.L, s.H, s.F, s.eta,
+                     p.text("prior.kind"));
 }
 
 }  // namespace

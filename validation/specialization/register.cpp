@@ -19,7 +19,8 @@ void register_specialization(Registry& r) {
   e.description =
       "Heads k_h learn spikes k*_f by online SGD; the overlaps M = K*^T k / D (H x F) and R = k^T k / D (H x H)\n"
       "follow a closed ODE as D -> infinity (theory/specialization/derivation.md). Activations: softmax,\n"
-      "softmax1 (extra zero logit), bayes (one normalisation over heads x tokens with norm offset).\n"
+      "softmax1 (extra zero logit; a per-head bias b_h of the logits, fixed or trained, gates a head per sequence),\n"
+      "bayes (one normalisation over heads x tokens with norm offset).\n"
       "The D = infinity flow from exactly equal heads never specialises: by default the theory starts from\n"
       "the overlaps of a random initialisation at dimension D (asymmetry=1), or from M0/R0.";
   e.params = parameters();

@@ -7,7 +7,7 @@ namespace hdat::specialization {
 
 OnlineSGD::OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test)
     : s_(setup), test_(test), D_(D), sqrtD_(std::sqrt(static_cast<double>(D))), seed_(seed), replica_(replica),
-      data_(rng::engine(seed, replica, rng::training_data)), att_(setup.attention()) {
+      b_(setup.bias), data_(rng::engine(seed, replica, rng::training_data)), att_(setup.attention()) {
   const int F = s_.F, H = s_.H, L = s_.L;
   if (D < F + 1) throw std::invalid_argument("OnlineSGD: D must exceed F");
   // Teacher: F + 1 Gaussian vectors, orthonormalised (QR), scaled to norm √D: spikes, then v*.
@@ -36,6 +36,7 @@ OnlineSGD::OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_
   z_.resize(L);
   theta_.resize(F);
   signal_.resize(D);
+  bias_update_ = Eigen::VectorXd::Zero(H);
 }
 
 OnlineSGD::Sample OnlineSGD::draw(rng::Engine& eng, RowMatrix& X) {
@@ -57,7 +58,7 @@ double OnlineSGD::forward_backward(const RowMatrix& X, const Sample& smp) {
   fields_ /= sqrtD_;
   chi_ = fields_.leftCols(H);
   z_ = fields_.col(H);
-  att_.logit_offset = s_.logit_offset(W_.leftCols(H).colwise().squaredNorm().transpose() / D_);
+  att_.logit_offset = s_.logit_offset(W_.leftCols(H).colwise().squaredNorm().transpose() / D_, b_);
   att_.forward(chi_, a_, w_, m_);
   const double y = z_(smp.location) + s_.noise * smp.noise;
   const double err = y - w_.dot(z_);
@@ -69,6 +70,7 @@ void OnlineSGD::accumulate_update() {
   const int H = s_.H;
   const double kap = s_.kappa();
   update_.setZero();
+  bias_update_.setZero();
   for (int b = 0; b < s_.batch; ++b) {
     const Sample smp = draw(data_, X_);
     const double err = forward_backward(X_, smp);
@@ -76,13 +78,17 @@ void OnlineSGD::accumulate_update() {
     update_.noalias() += (err / sqrtD_) * (X_.transpose() * G_);
     if (kap != 0.0)
       for (int h = 0; h < H; ++h) update_.col(h) -= (err * kap * G_.col(h).sum() / D_) * W_.col(h);
+    // ∂ŷ/∂b_h = Σ_ℓ G_hℓ: the bias shifts every logit of its head.
+    if (s_.train_bias) bias_update_ += err * G_.colwise().sum().transpose();
   }
   update_ *= s_.eta / s_.batch;
+  bias_update_ *= s_.eta_bias / (static_cast<double>(D_) * s_.batch);
 }
 
 void OnlineSGD::step() {
   accumulate_update();
   W_.leftCols(s_.H) += update_;
+  b_ += bias_update_;
   ++steps_;
 }
 
@@ -128,7 +134,7 @@ std::pair<double, double> OnlineSGD::test_risk(long n, bool projected) {
     Eigen::VectorXd w(L), z(L), theta(F);
     boost::random::uniform_int_distribution<int> where(0, L - 1);
     Attention att = att_;
-    att.logit_offset = s_.logit_offset(W_.leftCols(H).colwise().squaredNorm().transpose() / D_);
+    att.logit_offset = s_.logit_offset(W_.leftCols(H).colwise().squaredNorm().transpose() / D_, b_);
     for (long i = 0; i < n; ++i) {
       const int eps = where(test);
       s_.prior.sample(test, theta);
@@ -148,7 +154,7 @@ std::pair<double, double> OnlineSGD::test_risk(long n, bool projected) {
   return {mean, std::sqrt(var / n)};
 }
 
-Eigen::VectorXd OnlineSGD::state() const { return pack_state(s_, M(), R()); }
+Eigen::VectorXd OnlineSGD::state() const { return pack_state(s_, M(), R(), b_); }
 
 Observables OnlineSGD::observe() {
   const auto [risk, se] = test_risk(test_.size, test_.projected);
@@ -162,7 +168,12 @@ Observables OnlineSGD::observe() {
 DriftTerms OnlineSGD::increment() {
   const Increment inc = increments();
   const Eigen::MatrixXd zero_M = Eigen::MatrixXd::Zero(inc.dM.rows(), inc.dM.cols());
-  return DriftTerms().add("eta", pack_state(s_, inc.dM, inc.dR_drift)).add("eta2", pack_state(s_, zero_M, inc.dR_noise));
+  const Eigen::MatrixXd zero_R = Eigen::MatrixXd::Zero(inc.dR_noise.rows(), inc.dR_noise.cols());
+  const Eigen::VectorXd zero_b = Eigen::VectorXd::Zero(s_.H);
+  DriftTerms out;
+  out.add("eta", pack_state(s_, inc.dM, inc.dR_drift, zero_b)).add("eta2", pack_state(s_, zero_M, inc.dR_noise, zero_b));
+  if (s_.train_bias) out.add("bias", pack_state(s_, zero_M, zero_R, inc.db));
+  return out;
 }
 
 OnlineSGD::Increment OnlineSGD::increments() {
@@ -173,6 +184,7 @@ OnlineSGD::Increment OnlineSGD::increments() {
   inc.dM = dk.transpose() * Kstar_;                       // D · ΔM
   inc.dR_drift = dk.transpose() * K + K.transpose() * dk;  // D · (Δkᵀk + kᵀΔk)/D
   inc.dR_noise = dk.transpose() * dk;                      // D · Δkᵀ Δk / D
+  inc.db = D_ * bias_update_;                              // D · Δb
   return inc;
 }
 

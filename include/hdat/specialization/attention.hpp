@@ -10,6 +10,9 @@
 // so that
 //   (r·J)_{hℓ}             = c_h a_hℓ (r_ℓ − r·m_h)                        (vector-Jacobian product)
 //   J_{:,hℓ}·J_{:,h'ℓ}     = c_h c_h' a_hℓ a_h'ℓ (1 − m_hℓ − m_h'ℓ + m_h·m_h')
+// A per-head logit offset o_h (logits χ_hℓ + o_h) leaves these formulas as they are, and since it
+// shifts every logit of head h, ∂w/∂o_h = Σ_ℓ J_{:,hℓ} = c_h (a_h − (Σ_ℓ a_hℓ) m_h): zero for softmax
+// (the offset cancels), c_h (1 − A_h) a_h for softmax1 with A_h = Σ_ℓ a_hℓ its total weight.
 #include <Eigen/Dense>
 #include <cmath>
 
@@ -23,7 +26,7 @@ struct Attention {
   Aggregation aggregation = Aggregation::mean;
   int L = 0, H = 0;
   Eigen::VectorXd head_weight;  ///< c_h
-  Eigen::VectorXd logit_offset; ///< bayes: −R_hh/2 + b_h (set per state / per step); else 0
+  Eigen::VectorXd logit_offset; ///< o_h, added to every logit of head h (Setup::logit_offset; set per state / per step)
 
   Attention() = default;
   Attention(Activation act, Aggregation agg, int tokens, int heads)
@@ -48,12 +51,14 @@ struct Attention {
       for (int h = 0; h < H; ++h) m.col(h) = w;
       return;
     }
+    // Per head, logits χ_hℓ + o_h (softmax1: against the fixed zero logit; log-sum-exp with the maximum).
     const bool extra_zero_logit = activation == Activation::softmax1;
     for (int h = 0; h < H; ++h) {
+      const double o = logit_offset(h);
       double top = extra_zero_logit ? 0.0 : -INFINITY;
-      for (int l = 0; l < L; ++l) top = std::max(top, chi(l, h));
+      for (int l = 0; l < L; ++l) top = std::max(top, chi(l, h) + o);
       double z = extra_zero_logit ? std::exp(-top) : 0.0;
-      for (int l = 0; l < L; ++l) z += (a(l, h) = std::exp(chi(l, h) - top));
+      for (int l = 0; l < L; ++l) z += (a(l, h) = std::exp(chi(l, h) + o - top));
       a.col(h) /= z;
     }
     m = a;

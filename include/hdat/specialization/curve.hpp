@@ -30,22 +30,31 @@ struct PruneRow {
 };
 /// For every number of kept heads, the heads whose removal hurts least (exhaustive over subsets when
 /// there are at most 256 of them, otherwise greedy backward elimination), with the risk.
-std::vector<PruneRow> prune_heads(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R);
+/// b: the heads' biases (the fixed ones, or the trained state's).
+std::vector<PruneRow> prune_heads(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
+                                  const Eigen::VectorXd& b);
 
 /// Observation times of a run: t_points, or 0 and n_points log-spaced times in [t_max/1000, t_max].
 std::vector<double> observation_times(const Params& p);
 FlowOptions flow_options(const Params& p, int threads);
 IntegrateOptions integrate_options(const Params& p, const StateLayout& layout);
 
-/// Integrate from (M0, R0) and observe; returns the curve table (t, risk, risk_se, M..., R...).
+/// Integrate from (M0, R0) (and b(0) = the setup's bias when it is trained) or from a full state x0,
+/// and observe; returns the curve table (t, risk, risk_se, M..., R..., b...).
 struct Trajectory {
   Table table;
   IntegrateSummary solver;
   Eigen::MatrixXd M_final, R_final;
+  Eigen::VectorXd b_final;  ///< the biases at the end (the fixed ones unless trained)
   double worst_psd_violation = 0;
 };
 Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::MatrixXd& M0, const Eigen::MatrixXd& R0,
                           const std::vector<double>& times, const IntegrateOptions& options);
+Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::VectorXd& x0, const std::vector<double>& times,
+                          const IntegrateOptions& options);
+
+/// The state in row `row` of a table with the layout's columns (curve.csv, a simulation's table).
+Eigen::VectorXd state_at(const Table& table, std::size_t row, const StateLayout& layout);
 
 /// The most negative eigenvalue of R − M Mᵀ over a curve's rows (0 when all are PSD).
 double worst_psd_violation(const Table& curve, const Setup& s);

@@ -43,17 +43,25 @@ struct Setup {
   int batch = 1;
   Activation activation = Activation::softmax;
   Aggregation aggregation = Aggregation::mean;
-  Eigen::VectorXd bias;           ///< b_h (bayes)
+  /// b_h, the per-head offset of the logits (softmax1: against the fixed zero logit; bayes: log prior
+  /// weights): fixed, or its initial value when trained.
+  Eigen::VectorXd bias;
+  bool train_bias = false;        ///< b trained by online SGD: then an order parameter (block b of the state)
+  double eta_bias = 1.0;          ///< η_b: b_h ← b_h − (η_b/D) ∂loss/∂b_h, so that b moves on t = steps/D
   Prior prior;
   double init_std = 0.3;          ///< σ0
   std::uint64_t seed = 0;
 
   double kappa() const { return activation == Activation::bayes ? 1.0 : 0.0; }  ///< κ_h of the update
-  /// The per-head offset of the logits, given the heads' squared norms R_hh = |k_h|²/D:
-  /// bayes −R_hh/2 + b_h (derivation.md §2), otherwise 0.
-  Eigen::VectorXd logit_offset(const Eigen::VectorXd& key_norms) const;
+  /// The per-head offset of the logits, given the heads' squared norms R_hh = |k_h|²/D and the biases
+  /// b (derivation.md §5): softmax1 b_h; bayes −R_hh/2 + b_h; softmax 0 (an offset of every logit of a
+  /// head cancels in that head's normalisation).
+  Eigen::VectorXd logit_offset(const Eigen::VectorXd& key_norms, const Eigen::VectorXd& b) const;
   Attention attention() const;
-  StateLayout layout() const;     ///< M (H x F), R (H x H, symmetric)
+  /// M (H x F), R (H x H, symmetric), and b (H) when the bias is trained.
+  StateLayout layout() const;
+  /// The biases at state x: its block b when trained, otherwise the fixed `bias`.
+  Eigen::VectorXd bias_in(const Eigen::VectorXd& x) const;
 };
 
 /// The model's parameters (spec "Parameters"), shared by curve, simulate, validate, analyze.
@@ -69,7 +77,9 @@ std::string activation_name(Activation a);
 /// fluctuations scaled by `asymmetry` (0: the exactly symmetric expected overlaps M = 0, R = σ0² I).
 void initial_overlaps(const Params& p, const Setup& s, Eigen::MatrixXd& M0, Eigen::MatrixXd& R0);
 
-/// Pack (M, R) into a state vector of s.layout().
-Eigen::VectorXd pack_state(const Setup& s, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R);
+/// Pack (M, R) and, when the bias is trained, b (empty: s.bias) into a state vector of s.layout().
+Eigen::VectorXd pack_state(const Setup& s, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
+                           const Eigen::VectorXd& b = Eigen::VectorXd());
+
 
 }  // namespace hdat::specialization

@@ -4,6 +4,7 @@
 //   dM_hf/dt  = −η E[ Σ_ℓ g_hℓ (λ_fℓ − κ_h M_hf) ]
 //   dR_hh'/dt = −η E[ Σ_ℓ g_h'ℓ (χ_hℓ − κ_h' R_hh') + g_hℓ (χ_h'ℓ − κ_h R_hh') ]
 //               + (η²/B) E[ Σ_ℓ (|a|² + Δ²) J_{:,hℓ}·J_{:,h'ℓ} + 2 g_hℓ g_h'ℓ ]
+//   db_h/dt   = −η_b E[ Σ_ℓ g_hℓ ]          (train_bias; no η_b² term at this scaling, derivation.md §4)
 //
 // with a = e_ε − w, g_hℓ = ∂e/∂χ_hℓ = −a·J_{:,hℓ}, e = ½(Δ² + |a|²), and the local fields
 // λ_ℓ ~ N(θ δ_ℓε, I_F), χ_ℓ = M λ_ℓ + C ζ_ℓ, C Cᵀ = R − M Mᵀ. Expectations run over a FIXED sample
@@ -29,7 +30,8 @@ struct FlowOptions {
   std::uint64_t replica = 0;  ///< independent sample sets of one seed (validate's theory replicas)
   int threads = 0;
   bool symmetrize_heads = true;  ///< close the sample set under head permutations (when H! ≤ 120)
-  /// Testing only (key break_term): "eta2" drops the η² term; "sign_gg" flips the sign of its 2 g g part.
+  /// Testing only (key break_term): "eta2" drops the η² term; "sign_gg" flips the sign of its 2 g g part;
+  /// "bias_sign" flips the sign of the bias's drift; "bias_logit" leaves b out of the logits.
   std::string break_term = "none";
 };
 
@@ -38,29 +40,46 @@ struct FlowTerms {
   Eigen::MatrixXd dM, dM_se;              ///< H x F
   Eigen::MatrixXd dR_drift, dR_drift_se;  ///< H x H: the terms linear in η
   Eigen::MatrixXd dR_noise, dR_noise_se;  ///< H x H: the η²/B term (SGD noise)
+  Eigen::VectorXd db, db_se;              ///< H: the bias's drift −η_b E[Σ_ℓ g_hℓ] (zero unless train_bias)
   double risk = 0, risk_se = 0;           ///< population risk E[½(Δ² + |a|²)]
   double psd_violation = 0;               ///< most negative eigenvalue of R − M Mᵀ (clamped to 0)
 };
 
-/// The theory of the model (hdat::OdeTheory): state x = (M, R) packed with setup.layout().
+/// The total attention weight of each head, and its weight on the signal token, on the sequences of
+/// each support point θ^k of an enumerated prior (the per-sequence gating of softmax1: a head is
+/// "off" on sequences whose feature it does not carry). Rows k, columns h.
+struct HeadGating {
+  Eigen::MatrixXd thetas;                          ///< K x F: the support points
+  Eigen::VectorXd probs;                           ///< their probabilities
+  Eigen::MatrixXd total, total_se;                 ///< E[Σ_ℓ a_hℓ | θ^k]
+  Eigen::MatrixXd on_signal, on_signal_se;         ///< E[a_hε | θ^k]
+};
+
+/// The theory of the model (hdat::OdeTheory): state x = (M, R[, b]) packed with setup.layout().
 class OrderParameterFlow : public OdeTheory {
  public:
   OrderParameterFlow(const Setup& setup, const FlowOptions& options);
 
   /// dx/dt. An Odeint system.
   void operator()(const ConstVecRef& x, VecRef dxdt, double t) const override;
-  /// The drift in its two terms: "eta" (linear in η: dM and the drift of R) and "eta2" (the η²/B
-  /// SGD-noise term of R), with standard errors.
+  /// The drift in its terms: "eta" (linear in η: dM and the drift of R), "eta2" (the η²/B SGD-noise
+  /// term of R) and, with train_bias, "bias" (the drift of b), with standard errors.
   DriftTerms terms(const Eigen::VectorXd& x) const override;
   /// The population risk, with its standard error.
   Observables observe(const Eigen::VectorXd& x, double t) const override;
-  /// Every term at (M, R), with standard errors.
+  /// Every term at (M, R) and biases b, with standard errors.
+  FlowTerms terms(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b, bool with_se = true) const;
+  /// The same with the fixed bias (a logic error when the bias is trained: then b is part of the state).
   FlowTerms terms(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, bool with_se = true) const;
-  /// Population risk ℛ(M, R) and its standard error (cheaper than terms()).
-  std::pair<double, double> risk(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) const;
+  /// Population risk ℛ(M, R, b) and its standard error (cheaper than terms()).
+  std::pair<double, double> risk(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const;
+  std::pair<double, double> risk(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) const;  ///< fixed bias
   /// Risk of the model with only `kept` heads (pruning; for bayes they leave the normalisation too).
-  std::pair<double, double> risk_with_heads(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
+  std::pair<double, double> risk_with_heads(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b,
                                             const std::vector<int>& kept) const;
+  /// Per-sequence gating of the heads at (M, R, b) (enumerated priors only: discrete, signs with F ≤ 3).
+  HeadGating gating(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const;
+  bool enumerated_prior() const { return !theta_from_sample_; }
 
   const Setup& setup() const { return setup_; }
   const StateLayout& layout() const override { return layout_; }
@@ -70,6 +89,8 @@ class OrderParameterFlow : public OdeTheory {
   const FlowOptions& options() const { return options_; }
 
  private:
+  /// The attention of the heads with overlaps R and biases b (their logit offsets; break_term=bias_logit drops b).
+  Attention attention_at(const Setup& setup, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const;
   Setup setup_;
   FlowOptions options_;
   StateLayout layout_;

@@ -23,8 +23,10 @@ struct TestOptions {
   bool projected = true;   ///< draw them in the span of the weights (same law, cheaper; see test_risk)
 };
 
-/// The model's finite-dimensional system (hdat::FiniteSystem): state (M, R) as in the theory,
+/// The model's finite-dimensional system (hdat::FiniteSystem): state (M, R[, b]) as in the theory,
 /// observables the test risk (with its standard error) and the value overlaps v_h = k_h·v*/D.
+/// The biases b_h offset the logits (Setup::logit_offset); with train_bias each step also moves them,
+/// b_h ← b_h − (η_b/D) ∂loss/∂b_h = b_h + (η_b/(D B)) Σ_b (y − ŷ) Σ_ℓ G_hℓ.
 class OnlineSGD : public FiniteSystem {
  public:
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -40,12 +42,14 @@ class OnlineSGD : public FiniteSystem {
   double time() const override { return static_cast<double>(steps_) / D_; }
   Eigen::VectorXd state() const override;
   Observables observe() override;
-  /// increment() in the theory's terms: "eta" (D·ΔM, D·(Δkᵀk + kᵀΔk)/D) and "eta2" (D·ΔkᵀΔk/D).
+  /// increment() in the theory's terms: "eta" (D·ΔM, D·(Δkᵀk + kᵀΔk)/D), "eta2" (D·ΔkᵀΔk/D) and,
+  /// with train_bias, "bias" (D·Δb).
   DriftTerms increment() override;
 
   Eigen::MatrixXd M() const;  ///< K*ᵀk / D as H x F
   Eigen::MatrixXd R() const;  ///< kᵀk / D
   Eigen::VectorXd value_overlap() const;  ///< k_h·v*/D: stays O(1/√D)
+  const Eigen::VectorXd& bias() const { return b_; }  ///< b_h: fixed, or trained
 
   /// ½ (y − ŷ)² averaged over `n` fresh test sequences drawn from the run's test stream (the same
   /// random numbers at every call: common random numbers across times), and its standard error.
@@ -60,6 +64,7 @@ class OnlineSGD : public FiniteSystem {
   /// D·ΔM, D·ΔR split into the part linear in η and the η² part. Uses the data stream.
   struct Increment {
     Eigen::MatrixXd dM, dR_drift, dR_noise;
+    Eigen::VectorXd db;  ///< D·Δb (zero unless train_bias)
   };
   Increment increments();
 
@@ -76,7 +81,8 @@ class OnlineSGD : public FiniteSystem {
   Sample draw(rng::Engine& eng, RowMatrix& X);
   // Fields, weights and the vector-Jacobian product of one drawn sequence; returns y − ŷ.
   double forward_backward(const RowMatrix& X, const Sample& smp);
-  // update_ = the step's change of the keys (η/B) Σ_b (y − ŷ) Σ_ℓ G_hℓ (x_ℓ/√D − κ k_h/D).
+  // update_ = the step's change of the keys (η/B) Σ_b (y − ŷ) Σ_ℓ G_hℓ (x_ℓ/√D − κ k_h/D), and
+  // bias_update_ = that of the biases (η_b/(D B)) Σ_b (y − ŷ) Σ_ℓ G_hℓ (zero unless train_bias).
   void accumulate_update();
 
   Setup s_;
@@ -87,13 +93,14 @@ class OnlineSGD : public FiniteSystem {
   std::uint64_t seed_, replica_;
   Eigen::MatrixXd Kstar_;  ///< D x F
   Eigen::MatrixXd W_;      ///< D x (H + 1): the keys k_h, then v* (one product gives χ and z)
+  Eigen::VectorXd b_;      ///< the heads' logit biases
   rng::Engine data_;
   boost::random::normal_distribution<double> normal_;
   Attention att_;
   // Scratch.
   RowMatrix X_;
   Eigen::MatrixXd fields_, chi_, a_, m_, G_, update_;
-  Eigen::VectorXd w_, z_, theta_, signal_;
+  Eigen::VectorXd w_, z_, theta_, signal_, bias_update_;
 };
 
 }  // namespace hdat::specialization

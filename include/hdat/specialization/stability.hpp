@@ -14,13 +14,18 @@
 
 namespace hdat::specialization {
 
-/// Coordinates of the flow with R's independent entries only: M (row-major h, f), then R_hk, h <= k.
+/// Coordinates of the flow with R's independent entries only: M (row-major h, f), then R_hk, h <= k,
+/// then (when the bias is trained) b_h.
 struct Coordinates {
   int H = 0, F = 0;
-  int size() const { return H * F + H * (H + 1) / 2; }
-  Eigen::VectorXd pack(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R) const;
+  bool bias = false;  ///< b is a coordinate (train_bias)
+  static Coordinates of(const Setup& s) { return {s.H, s.F, s.train_bias}; }
+  int size() const { return H * F + H * (H + 1) / 2 + (bias ? H : 0); }
+  Eigen::VectorXd pack(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b = Eigen::VectorXd()) const;
   void unpack(const Eigen::VectorXd& x, Eigen::MatrixXd& M, Eigen::MatrixXd& R) const;
-  std::string name(int k) const;  ///< "M_h_f" or "R_h_k"
+  /// b: the coordinates' biases, or `fixed` when b is not a coordinate.
+  void unpack(const Eigen::VectorXd& x, Eigen::MatrixXd& M, Eigen::MatrixXd& R, Eigen::VectorXd& b, const Eigen::VectorXd& fixed) const;
+  std::string name(int k) const;  ///< "M_h_f", "R_h_k" or "b_h"
 };
 
 struct FixedPointOptions {
@@ -43,9 +48,11 @@ struct FixedPointSummary {
   std::string brief() const;
 };
 
-/// The unspecialized fixed point: M_h = m for every head, R = r_d I + r_o (11ᵀ − I).
+/// The unspecialized fixed point: M_h = m for every head, R = r_d I + r_o (11ᵀ − I), b_h = β (with a
+/// trained bias; for bayes β is a gauge: a common shift of every b cancels, so it keeps its start).
 struct SymmetricFixedPoint {
   Eigen::MatrixXd M, R;
+  Eigen::VectorXd b;
   FixedPointSummary summary;
 };
 SymmetricFixedPoint symmetric_fixed_point(const OrderParameterFlow& flow, const FixedPointOptions& options,
@@ -53,7 +60,7 @@ SymmetricFixedPoint symmetric_fixed_point(const OrderParameterFlow& flow, const 
 
 /// Damped Newton on the full flow from a nearby state (for later plateaus).
 SymmetricFixedPoint polish_fixed_point(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
-                                       const FixedPointOptions& options);
+                                       const Eigen::VectorXd& b, const FixedPointOptions& options);
 
 /// A mode of a linearisation, classified.
 struct Mode {
@@ -74,14 +81,16 @@ struct Linearisation {
   double lambda_max = 0;          ///< largest real part among head-difference modes
 };
 
-/// The largest real part among the head-difference eigenvalues of the Jacobian at (M, R).
-double head_difference_rate(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R);
+/// The largest real part among the head-difference eigenvalues of the Jacobian at (M, R, b).
+double head_difference_rate(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b);
 
-Linearisation linearise(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, double fd_step = 1e-5);
+/// The Jacobian (and the risk's Hessian) at (M, R, b); b are coordinates when the bias is trained.
+Linearisation linearise(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b,
+                        double fd_step = 1e-5);
 
 /// Growth rate of head differences along the symmetric trajectory: λ(t) = largest real part of the
 /// Jacobian's head-difference eigenvalues at the symmetric state x_sym(t) (started from M = 0,
-/// R = σ0² I), and its integral Λ(t) = ∫_0^t λ. An O(D^{-1/2}) asymmetry grows like e^{Λ(t)}
+/// R = σ0² I, b = the common initial bias), and its integral Λ(t) = ∫_0^t λ. An O(D^{-1/2}) asymmetry grows like e^{Λ(t)}
 /// (adiabatically), so the escape time solves Λ(t_esc) = const + ½ log D: its local slope in log D is
 /// 1/(2 λ(t_esc)), which tends to 1/(2 λ_max) only once the flow sits on the fixed point.
 struct GrowthAlongPlateau {
