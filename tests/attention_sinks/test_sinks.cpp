@@ -53,6 +53,33 @@ TEST_CASE("induction sequences: BOS, distinct tokens, query copy, successor as t
   }
 }
 
+TEST_CASE("induction sequences with query_last (the authors' data): k = n asks for the query itself") {
+  InductionTask t;
+  t.shift_query = true;
+  t.query_last = true;
+  auto e = hdat::rng::engine(15);
+  Batch b;
+  t.sample(e, 4000, b);
+  const int L = t.length(), n = t.n_tokens;
+  int last = 0;
+  for (int s = 0; s < b.B; ++s) {
+    const int* tok = &b.tokens[s * L];
+    const int q = tok[L - 1] - t.vocab;
+    const int k = int(std::find(tok + 1, tok + 1 + n, q) - tok);
+    REQUIRE(k >= 1);
+    REQUIRE(k <= n);
+    if (k == n) {
+      ++last;
+      CHECK(b.answer[s] == tok[L - 1]);  // the (shifted) query token
+    } else {
+      CHECK(b.answer[s] == tok[k + 1]);
+    }
+    CHECK(b.targets[s * L + L - 1] == b.answer[s]);
+  }
+  // k uniform over 1..n: the last token in 1/n of the sequences (binomial sd 0.0047 at 4000).
+  CHECK(std::abs(double(last) / b.B - 1.0 / n) < 0.02);
+}
+
 TEST_CASE("classification sequences: tokens of one group, then CLS") {
   ClassificationTask t;
   auto e = hdat::rng::engine(6);
@@ -95,8 +122,8 @@ TEST_CASE("metrics on hand-built maps: a pure BOS sink scores 1, uniform attenti
 
   // The uniform attention kind of the model produces exactly this map.
   RowMat q = RowMat::Random(L, 4), k = RowMat::Random(L, 4), v = RowMat::Random(L, 4), S(L, L), A(L, L), O(L, 4);
-  attention_head_forward(AttentionKind::softmax, true, 1e-9, q, k, v, S, A, O);
-  attention_head_forward(AttentionKind::uniform, true, 1e-9, q, k, v, S, A, O);
+  attention_head_forward<double>({AttentionKind::softmax, true, 1e-9}, q, k, v, S, A, O);
+  attention_head_forward<double>({AttentionKind::uniform, true, 1e-9}, q, k, v, S, A, O);
   CHECK(sink_score(A, 1, L - 3, 0) == doctest::Approx(share).epsilon(1e-14));
 
   // Unnormalised weights: the score is the share of the row mass, scale-free.
@@ -254,6 +281,19 @@ TEST_CASE("the sinks model through the registry: outputs, bad input") {
   bad({{"width", 17}, {"heads", 1}, {"positions", "concat"}});
   bad({{"task", "classification"}, {"n_tokens", 12}});
   bad({{"vocab", 8}, {"n_tokens", 10}});
+  bad({{"epochs", 2}, {"n_train", 0}});
+
+  // Epochs: 100 sequences in batches of 32 are 4 batches per epoch (the last of 4 sequences) with
+  // batching=epochs, and ceil(2·100/32) = 7 full batches for 2 epochs with cyclic batching.
+  for (auto [batching, steps] : {std::pair{"epochs", 8}, std::pair{"cyclic", 7}}) {
+    std::vector<std::pair<std::string, json>> e = {{"width", 16}, {"heads", 2}, {"epochs", 2}, {"batch", 32},
+                                                   {"n_train", 100}, {"n_eval", 20}, {"batching", batching},
+                                                   {"precision", "float32"}, {"query_last", true}};
+    const hdat::RunOutput o = m.commands.at("simulate")(hdat::resolve_for(m, json(), e), ctx);
+    CHECK(o.exit_code == 0);
+    CHECK(o.info.at("training").at("steps_done").get<int>() == steps);
+    CHECK(o.info.at("training").at("precision") == "float32");
+  }
 }
 
 TEST_CASE("study table pools the models above the accuracy threshold") {
