@@ -317,3 +317,28 @@ TEST_CASE("study table pools the models above the accuracy threshold") {
   CHECK(t.number(1, "sparsity") == doctest::Approx(0.7));
   CHECK(std::isnan(t.number(0, "sink_share")));  // no model above the threshold
 }
+
+TEST_CASE("protocol table: the figure's statistic over the runs above the accuracy threshold") {
+  hdat::Table sweep({"attention", "heads", "lr", "seed", "accuracy", "sink_heads", "status"});
+  sweep.add_row(std::vector<hdat::Cell>{"softmax", 4.0, 1e-3, 0.0, 0.99, 3.0, "ok"});
+  sweep.add_row(std::vector<hdat::Cell>{"softmax", 1.0, 1e-3, 1.0, 0.97, 1.0, "ok"});
+  sweep.add_row(std::vector<hdat::Cell>{"softmax", 8.0, 1e-2, 0.0, 0.50, 8.0, "ok"});     // below the threshold
+  sweep.add_row(std::vector<hdat::Cell>{"softmax", 2.0, 1e-4, 0.0, 0.99, 2.0, "error"});  // failed: not a run
+  sweep.add_row(std::vector<hdat::Cell>{"linear_unnorm", 2.0, 1e-3, 0.0, 0.96, 0.0, "ok"});
+  const hdat::Table t = protocol_table(sweep, 0.95);
+  REQUIRE(t.rows() == 2);
+  CHECK(t.text(0, "attention") == "softmax");  // the figure's order
+  CHECK(t.text(1, "authors_code") == "linear_unnorm");
+  CHECK(t.text(1, "figure_label") == "elu·elu");
+  CHECK(t.number(1, "normalised") == 0);
+  CHECK(t.number(0, "runs") == 3);
+  CHECK(t.number(0, "runs_above") == 2);
+  CHECK(t.number(0, "sink_share_mean") == doctest::Approx((0.75 + 1.0) / 2));  // mean of the per-run shares
+  CHECK(t.number(0, "sink_share_se") == doctest::Approx(std::sqrt(0.03125) / std::sqrt(2.0)));
+  CHECK(t.number(0, "sink_share_pooled") == doctest::Approx(4.0 / 5.0));      // sink heads / heads
+  CHECK(t.number(0, "share_h4") == doctest::Approx(0.75));
+  CHECK(std::isnan(t.number(0, "share_h8")));
+  CHECK(t.number(1, "sink_share_mean") == 0.0);
+  CHECK(authors_name("elu_norm").code == "coupled_linear_norm");
+  CHECK(authors_name("raw_dotproduct_unnorm").figure == "linear");
+}
