@@ -4,6 +4,11 @@
 //   bench_attention_sinks [--width 128] [--heads 4] [--layers 2] [--batch 256] [--steps 100]
 //                         [--attention softmax] [--positions concat] [--shift-query 1]
 //                         [--precision float32|float64|both] [--threads 1] [--dump FILE.json]
+//   bench_attention_sinks --replay STEM [--attention K] [--seed S] [--steps 1173] [--precision float32]
+//                         [--authors-data 1]
+//     trains one model as `hdat sinks` does (authors' configuration) and writes its training stream:
+//     STEM.json (initial parameters, evaluation set, hdat's result) and STEM.bin (int32: per step B,
+//     then B·L tokens and B·L targets), for torch_train.py --replay to train the same model on it.
 // Defaults: the authors' configuration (tml-epfl/softmax, conf/induction_config.yaml).
 #include <Eigen/Core>
 #include <chrono>
@@ -23,8 +28,9 @@ namespace {
 
 struct Bench {
   int width = 128, heads = 4, layers = 2, batch = 256, steps = 100, threads = 1;
-  bool shift_query = true;
-  std::string attention = "softmax", positions = "concat", precision = "both", dump;
+  bool shift_query = true, authors_data = true;
+  long seed = 0;
+  std::string attention = "softmax", positions = "concat", precision = "both", dump, replay;
 };
 
 ExperimentOptions options(const Bench& a) {
@@ -114,6 +120,54 @@ void write_dump(const Bench& a) {
   std::ofstream(a.dump) << j.dump() << "\n";
 }
 
+// Train through run_experiment (the `sinks` model's code path) and record what it sees.
+void write_replay(const Bench& a) {
+  ExperimentOptions o = options(a);
+  o.batch = a.batch;
+  o.steps = a.steps;
+  o.seed = std::uint64_t(a.seed);
+  o.precision = a.precision == "float64" ? Precision::float64 : Precision::float32;  // "both": float32
+  o.induction.query_last = a.authors_data;
+  o.batching = a.authors_data ? Batching::epochs : Batching::cyclic;
+  o.eval_every = 391;
+  o.export_sequences = 0;
+  o.quiet = false;
+  nlohmann::json j;
+  std::ofstream bin(a.replay + ".bin", std::ios::binary);
+  auto put = [&](int v) {
+    const std::int32_t x = v;
+    bin.write(reinterpret_cast<const char*>(&x), sizeof x);
+  };
+  o.on_initialised = [&](const hdat::StateLayout& layout, const Eigen::VectorXd& theta) {
+    for (const auto& blk : layout.blocks())
+      j["theta"][blk.name] = {{"rows", blk.rows}, {"cols", blk.cols},
+                              {"values", std::vector<double>(theta.data() + blk.offset, theta.data() + blk.offset + blk.size())}};
+  };
+  o.on_evaluation_set = [&](const Batch& eval) {
+    j["eval"] = {{"B", eval.B}, {"L", eval.L}, {"tokens", eval.tokens}, {"answer", eval.answer}};
+  };
+  o.on_batch = [&](long, const Batch& b) {
+    put(b.B);
+    for (int t : b.tokens) put(t);
+    for (int t : b.targets) put(t);
+  };
+  const ExperimentResult r = run_experiment(o);
+  const Config c = model_config(o);
+  j["config"] = {{"width", c.width}, {"heads", c.heads}, {"layers", c.layers}, {"mlp_hidden", c.mlp_hidden},
+                 {"vocab", c.vocab}, {"n_out", c.n_out}, {"max_len", c.max_len}, {"positions", positions_name(c.positions)},
+                 {"attention", a.attention}, {"batch", a.batch}, {"length", o.induction.length()},
+                 {"aux_weight", o.induction.aux_weight}, {"steps", a.steps}, {"seed", a.seed}, {"precision", a.precision},
+                 {"authors_data", a.authors_data}};
+  std::vector<double> last_layer;
+  for (const auto& h : r.heads)
+    if (h.layer == c.layers - 1) last_layer.push_back(h.sink_score);
+  j["hdat"] = {{"accuracy", r.accuracy}, {"eval_loss", r.eval_loss}, {"sink_score", last_layer}, {"curve", r.curve.to_csv()}};
+  std::ofstream(a.replay + ".json") << j.dump() << "\n";
+  fmt::print("hdat ({}): accuracy {:.4f}, layer-{} sink scores", a.precision, r.accuracy, c.layers);
+  for (double x : last_layer) fmt::print(" {:.3f}", x);
+  fmt::print("\nwrote {}.json and {}.bin\n", a.replay, a.replay);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,6 +185,9 @@ int main(int argc, char** argv) {
     else if (k == "--shift-query") a.shift_query = v != "0";
     else if (k == "--precision") a.precision = v;
     else if (k == "--dump") a.dump = v;
+    else if (k == "--replay") a.replay = v;
+    else if (k == "--seed") a.seed = std::stol(v);
+    else if (k == "--authors-data") a.authors_data = v != "0";
     else {
       fmt::print(stderr, "unknown option {}\n", k);
       return 2;
@@ -141,6 +198,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   Eigen::setNbThreads(a.threads);
+  if (!a.replay.empty()) {
+    write_replay(a);
+    return 0;
+  }
   if (!a.dump.empty()) write_dump(a);
   if (a.precision != "float64") time_training<float>(a, "float32");
   if (a.precision != "float32") time_training<double>(a, "float64");

@@ -64,6 +64,7 @@ class Block(nn.Module):
         h = self.norm1(x)
         split = lambda t: t.view(B, L, self.heads, d // self.heads).transpose(1, 2)
         a = attention_weights(self.kind, split(self.q(h)), split(self.k(h)), mask, self.eps)
+        self.weights = a.detach()  # (B, H, L, L), for the sink metric
         z = (a @ split(self.v(h))).transpose(1, 2).reshape(B, L, d)
         x = x + self.o(z)
         return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
@@ -182,13 +183,35 @@ def authors_batches(c, count, generator):
     return out
 
 
-def time_training(c, dtype, steps, threads, batches):
+class SequenceSet(torch.utils.data.Dataset):
+    """A pool of sequences served one at a time, as the authors' InductionDataset (a list of tensors)."""
+
+    def __init__(self, batches):
+        self.items = [(t, y) for tokens, targets in batches for t, y in zip(tokens, targets)]
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+def time_training(c, dtype, steps, threads, batches, loader):
     torch.manual_seed(0)
     model = Model(c).to(dtype)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    # With --loader the batches come from a DataLoader(shuffle=True) over the pool, as in the authors'
+    # training loop (their step includes collating 256 sequences); otherwise from the prepared list.
+    stream = None
+    if loader:
+        data = torch.utils.data.DataLoader(SequenceSet(batches), batch_size=c["batch"], shuffle=True)
+        def forever():
+            while True:
+                yield from data
+        stream = forever()
 
     def step(s):
-        tokens, targets = batches[s % len(batches)]
+        tokens, targets = next(stream) if stream else batches[s % len(batches)]
         opt.zero_grad()
         loss = authors_loss(model(tokens), targets)
         loss.backward()
@@ -202,7 +225,7 @@ def time_training(c, dtype, steps, threads, batches):
     for s in range(steps):
         loss = step(s)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(json.dumps({"impl": f"PyTorch {torch.__version__} ({str(dtype).replace('torch.', '')})",
+    print(json.dumps({"impl": f"PyTorch {torch.__version__} ({str(dtype).replace('torch.', '')}{', DataLoader' if loader else ''})",
                       "attention": c["attention"], "width": c["width"], "heads": c["heads"], "batch": c["batch"],
                       "steps": steps, "threads": threads, "seconds": round(wall, 3),
                       "steps_per_second": round(steps / wall, 3), "cpu_seconds": round(cpu, 3),
@@ -216,6 +239,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--precision", default="both", choices=["float32", "float64", "both"])
     ap.add_argument("--skip-check", action="store_true")
+    ap.add_argument("--loader", action="store_true", help="also time steps that draw their batch from a DataLoader")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     dump = json.load(open(args.dump))
@@ -223,7 +247,9 @@ def main():
         check(dump)
     batches = authors_batches(dump["config"], 20, torch.Generator().manual_seed(0))
     for p in (["float32", "float64"] if args.precision == "both" else [args.precision]):
-        time_training(dump["config"], getattr(torch, p), args.steps, args.threads, batches)
+        time_training(dump["config"], getattr(torch, p), args.steps, args.threads, batches, False)
+        if args.loader:
+            time_training(dump["config"], getattr(torch, p), args.steps, args.threads, batches, True)
 
 
 if __name__ == "__main__":

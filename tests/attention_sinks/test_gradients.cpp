@@ -54,8 +54,8 @@ TEST_CASE("layer norm backward matches finite differences") {
   RowMat x = random_matrix(e, n, d, 2.0);
   Eigen::VectorXd gamma = random_matrix(e, d, 1).col(0), beta = random_matrix(e, d, 1).col(0);
   const RowMat R = random_matrix(e, n, d);
-  RowMat y, xhat;
-  Eigen::VectorXd isig;
+  RowMat y(n, d), xhat(n, d);
+  Eigen::VectorXd isig(n);
   auto f = [&]() {
     layer_norm_forward<double>(x, gamma, beta, 1e-5, y, xhat, isig);
     return (R.array() * y.array()).sum();

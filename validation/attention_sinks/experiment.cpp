@@ -268,11 +268,13 @@ ExperimentResult train_and_evaluate(const ExperimentOptions& o) {
     rng::Engine init = rng::engine(o.seed, 0, rng::student_init);
     model.initialize(init);
   }
+  if (o.on_initialised) o.on_initialised(model.layout(), model.theta().template cast<double>());
   const int L = task_length(o);
   rng::Engine data = rng::engine(o.seed, 0, rng::training_data);
   rng::Engine test = rng::engine(o.seed, 0, rng::test_set);
   Batch eval, pool, batch;
   sample(o, test, o.n_eval, eval);
+  if (o.on_evaluation_set) o.on_evaluation_set(eval);
   if (o.n_train > 0) sample(o, data, o.n_train, pool);
   std::vector<int> order(std::max(o.n_train, 0));
   std::iota(order.begin(), order.end(), 0);
@@ -315,6 +317,7 @@ ExperimentResult train_and_evaluate(const ExperimentOptions& o) {
     } else {
       sample(o, data, o.batch, batch);
     }
+    if (o.on_batch) o.on_batch(step, batch);
     const auto& logits = model.forward(batch.tokens, batch.B, L);
     const double loss = cross_entropy<T>(logits, batch, &dlogits);
     if (!std::isfinite(loss)) {

@@ -4,6 +4,7 @@
 
 #include <boost/random/normal_distribution.hpp>
 #include <boost/random/uniform_real_distribution.hpp>
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <unsupported/Eigen/SpecialFunctions>
@@ -183,13 +184,10 @@ void check_config(const Config& c) {
 // ---------------------------------------------------------------- layers
 
 template <class T>
-void layer_norm_forward(const RowMatT<T>& x, const Eigen::Ref<const VecT<T>>& gamma,
-                        const Eigen::Ref<const VecT<T>>& beta, double eps, RowMatT<T>& y, RowMatT<T>& xhat,
-                        VecT<T>& inv_sigma) {
-  const Eigen::Index n = x.rows(), d = x.cols();
-  y.resize(n, d);
-  xhat.resize(n, d);
-  inv_sigma.resize(n);
+void layer_norm_forward(const ConstRowBlockT<T>& x, const Eigen::Ref<const VecT<T>>& gamma,
+                        const Eigen::Ref<const VecT<T>>& beta, double eps, RowBlockT<T> y, RowBlockT<T> xhat,
+                        Eigen::Ref<VecT<T>> inv_sigma) {
+  const Eigen::Index n = x.rows();
   const auto g = gamma.transpose().array();
   const auto b = beta.transpose().array();
   for (Eigen::Index r = 0; r < n; ++r) {
@@ -203,9 +201,9 @@ void layer_norm_forward(const RowMatT<T>& x, const Eigen::Ref<const VecT<T>>& ga
 }
 
 template <class T>
-void layer_norm_backward(const RowMatT<T>& dy, const RowMatT<T>& xhat, const VecT<T>& inv_sigma,
-                         const Eigen::Ref<const VecT<T>>& gamma, RowMatT<T>& dx, Eigen::Ref<VecT<T>> dgamma,
-                         Eigen::Ref<VecT<T>> dbeta) {
+void layer_norm_backward(const ConstRowBlockT<T>& dy, const ConstRowBlockT<T>& xhat,
+                         const Eigen::Ref<const VecT<T>>& inv_sigma, const Eigen::Ref<const VecT<T>>& gamma,
+                         RowBlockT<T> dx, Eigen::Ref<VecT<T>> dgamma, Eigen::Ref<VecT<T>> dbeta) {
   const Eigen::Index n = dy.rows();
   const auto gam = gamma.transpose().array();
   for (Eigen::Index r = 0; r < n; ++r) {
@@ -237,8 +235,51 @@ void gelu_backward(const RowMatT<T>& h, const RowMatT<T>& Phi, RowMatT<T>& dh) {
 }
 
 // The products of one head are small (L ≤ a few dozen, d_h ≤ 128): they are written as loops over
-// the visible pairs j ≤ i (half of the L × L pairs when causal) of row dot products and row updates
-// on contiguous d_h-vectors, which vectorise; a general product would also work on the masked half.
+// the visible pairs j ≤ i (half of the L × L pairs when causal) of dot products and row updates on
+// contiguous d_h-vectors (SIMD loops), which costs a fraction of a general product's call overhead.
+namespace {
+
+template <class T>
+inline T dot(const T* a, const T* b, Eigen::Index n) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (Eigen::Index c = 0; c < n; ++c) s += a[c] * b[c];
+  return s;
+}
+
+template <class T>
+inline void axpy(T w, const T* x, T* y, Eigen::Index n) {  // y += w x
+#pragma omp simd
+  for (Eigen::Index c = 0; c < n; ++c) y[c] += w * x[c];
+}
+
+// out = Σ_j c_j x_j over n rows x_j = base + j·stride of length dh, accumulated in registers one SIMD
+// width of columns at a time (an update of `out` in memory per j would chain every step through a
+// store and a load of the same address).
+template <class T>
+inline void weighted_row_sum(const T* c, Eigen::Index n, const T* base, Eigen::Index stride, Eigen::Index dh, T* out) {
+  constexpr int W = 64 / sizeof(T);  // one 512-bit register
+  using Chunk = Eigen::Array<T, W, 1>;
+  Eigen::Index c0 = 0;
+  for (; c0 + W <= dh; c0 += W) {
+    Chunk acc = Chunk::Zero();
+    for (Eigen::Index j = 0; j < n; ++j) acc += c[j] * Eigen::Map<const Chunk>(base + j * stride + c0);
+    Eigen::Map<Chunk>(out + c0) = acc;
+  }
+  for (; c0 < dh; ++c0) {
+    T acc = 0;
+    for (Eigen::Index j = 0; j < n; ++j) acc += c[j] * base[j * stride + c0];
+    out[c0] = acc;
+  }
+}
+
+// Row i of a row-major block.
+template <class Block>
+inline auto row_ptr(Block& b, Eigen::Index i) {
+  return b.data() + i * b.outerStride();
+}
+
+}  // namespace
 
 template <class T>
 void attention_head_forward(const HeadSpec& spec, const ConstRowBlockT<T>& q, const ConstRowBlockT<T>& k,
@@ -246,16 +287,20 @@ void attention_head_forward(const HeadSpec& spec, const ConstRowBlockT<T>& q, co
   const AttentionKind kind = spec.kind;
   const Eigen::Index L = q.rows(), dh = q.cols();
   auto visible = [&](Eigen::Index i) { return spec.causal ? i + 1 : L; };  // keys 0 .. n−1
-  if (is_linear_kernel(kind)) {
+  if (kind != AttentionKind::uniform) {
+    // Linear kinds: the scores are the kernel φ(q_i)·φ(k_j) (no scale).
     thread_local RowMatT<T> pq, pk;
-    pq = phi(q.array());
-    pk = phi(k.array());
-    for (Eigen::Index i = 0; i < L; ++i)
-      for (Eigen::Index j = 0; j < visible(i); ++j) S(i, j) = pq.row(i).dot(pk.row(j));
-  } else if (kind != AttentionKind::uniform) {
-    const T scale = T(1.0 / std::sqrt(double(dh)));
-    for (Eigen::Index i = 0; i < L; ++i)
-      for (Eigen::Index j = 0; j < visible(i); ++j) S(i, j) = scale * q.row(i).dot(k.row(j));
+    const bool kernel = is_linear_kernel(kind);
+    if (kernel) {
+      pq = phi(q.array());
+      pk = phi(k.array());
+    }
+    const T scale = kernel ? T(1) : T(1.0 / std::sqrt(double(dh)));
+    for (Eigen::Index i = 0; i < L; ++i) {
+      const T* qi = kernel ? pq.data() + i * dh : row_ptr(q, i);
+      for (Eigen::Index j = 0; j < visible(i); ++j)
+        S(i, j) = scale * dot(qi, kernel ? pk.data() + j * dh : row_ptr(k, j), dh);
+    }
   }
   const T eps = T(spec.row_eps());
   for (Eigen::Index i = 0; i < L; ++i) {
@@ -280,8 +325,7 @@ void attention_head_forward(const HeadSpec& spec, const ConstRowBlockT<T>& q, co
       A.row(i).tail(L - n).setZero();
       S.row(i).tail(L - n).setZero();
     }
-    O.row(i) = A(i, 0) * v.row(0);
-    for (Eigen::Index j = 1; j < n; ++j) O.row(i) += A(i, j) * v.row(j);
+    weighted_row_sum(row_ptr(A, i), n, v.data(), v.outerStride(), dh, row_ptr(O, i));
   }
 }
 
@@ -295,10 +339,10 @@ void attention_head_backward(const HeadSpec& spec, const ConstRowBlockT<T>& q, c
   // O_i = Σ_j α_ij v_j: dv_j = Σ_i α_ij dO_i, dα_ij = dO_i · v_j.
   dv.setZero();
   for (Eigen::Index i = 0; i < L; ++i)
-    for (Eigen::Index j = 0; j < visible(i); ++j) dv.row(j) += A(i, j) * dO.row(i);
+    for (Eigen::Index j = 0; j < visible(i); ++j) axpy(A(i, j), row_ptr(dO, i), row_ptr(dv, j), dh);
+  dk.setZero();
   if (kind == AttentionKind::uniform) {  // the weights do not depend on q, k
     dq.setZero();
-    dk.setZero();
     return;
   }
   thread_local Eigen::Matrix<T, Eigen::Dynamic, 1> dA, dS;  // one row at a time
@@ -312,11 +356,9 @@ void attention_head_backward(const HeadSpec& spec, const ConstRowBlockT<T>& q, c
   }
   const T scale = kernel ? T(1) : T(1.0 / std::sqrt(double(dh)));
   const T eps = T(spec.row_eps());
-  dq.setZero();
-  dk.setZero();
   for (Eigen::Index i = 0; i < L; ++i) {
     const Eigen::Index n = visible(i);
-    for (Eigen::Index j = 0; j < n; ++j) dA(j) = dO.row(i).dot(v.row(j));
+    for (Eigen::Index j = 0; j < n; ++j) dA(j) = dot(row_ptr(dO, i), row_ptr(v, j), dh);
     const auto a = A.row(i).head(n);
     const auto da = dA.head(n).transpose();
     const auto s = S.row(i).head(n);
@@ -342,16 +384,13 @@ void attention_head_backward(const HeadSpec& spec, const ConstRowBlockT<T>& q, c
       for (Eigen::Index j = 0; j < n; ++j) ds(j) = da(j) * fprime_of(kind, s(j));
     }
     // S_ij = scale · q_i · k_j (or φ(q_i) · φ(k_j)): dq_i = scale Σ_j dS_ij k_j, dk_j += scale dS_ij q_i.
-    for (Eigen::Index j = 0; j < n; ++j) {
-      const T w = scale * ds(j);
-      if (kernel) {
-        dq.row(i) += w * pk.row(j);
-        dk.row(j) += w * pq.row(i);
-      } else {
-        dq.row(i) += w * k.row(j);
-        dk.row(j) += w * q.row(i);
-      }
-    }
+    ds *= scale;
+    const T* qi = kernel ? pq.data() + i * dh : row_ptr(q, i);
+    if (kernel)
+      weighted_row_sum(dS.data(), n, pk.data(), dh, dh, row_ptr(dq, i));
+    else
+      weighted_row_sum(dS.data(), n, k.data(), k.outerStride(), dh, row_ptr(dq, i));
+    for (Eigen::Index j = 0; j < n; ++j) axpy(dS(j), qi, row_ptr(dk, j), dh);
   }
   if (kernel) {
     dq.array() *= phi_prime(q.array());
@@ -451,14 +490,43 @@ void BasicTransformer<T>::resize(int B, int L) {
     c.g.resize(N, m);
     c.S.resize(std::size_t(B) * H * L, L);
     c.A.resize(std::size_t(B) * H * L, L);
+    c.isig1.resize(N);
+    c.isig2.resize(N);
   }
   logits_.resize(N, config_.n_out);
+  yf_.resize(N, d);
+  xhatf_.resize(N, d);
+  isigf_.resize(N);
+  distinct_of_row_.resize(N);
+  x0_.resize(N, d);
+  qkv0_.resize(N, 3 * d);
+  dqkv0_.resize(N, 3 * d);
+  du0_.resize(N, d);
+  dx0_.resize(N, d);
   dx_.resize(N, d);
   du_.resize(N, d);
   dqkv_.resize(N, 3 * d);
   dz_.resize(N, d);
   dm_.resize(N, d);
   dh_.resize(N, m);
+}
+
+template <class T>
+void BasicTransformer<T>::find_distinct_inputs(const std::vector<int>& tokens, int L) {
+  slot_of_pair_.assign(std::size_t(config_.vocab) * L, -1);
+  distinct_token_.clear();
+  distinct_pos_.clear();
+  for (std::size_t r = 0; r < tokens.size(); ++r) {
+    const int pos = int(r % L);
+    int& slot = slot_of_pair_[std::size_t(tokens[r]) * L + pos];
+    if (slot < 0) {
+      slot = int(distinct_token_.size());
+      distinct_token_.push_back(tokens[r]);
+      distinct_pos_.push_back(pos);
+    }
+    distinct_of_row_[r] = slot;
+  }
+  U_ = int(distinct_token_.size());
 }
 
 template <class T>
@@ -470,28 +538,38 @@ auto BasicTransformer<T>::forward(const std::vector<int>& tokens, int B, int L) 
     if (t < 0 || t >= config_.vocab) throw std::invalid_argument(fmt::format("forward: token {} out of range", t));
   resize(B, L);
   tokens_ = tokens;
+  find_distinct_inputs(tokens, L);
   const T* t = theta_.data();
-  const int d = config_.width, H = config_.heads, dh = d / H, N = B * L;
+  const int d = config_.width, H = config_.heads, dh = d / H, N = B * L, U = U_;
   const auto E = mat(t, E_);
-  for (int r = 0; r < N; ++r) {
-    const int pos = r % L;
+  for (int i = 0; i < U; ++i) {
+    const int tok = distinct_token_[i], pos = distinct_pos_[i];
     switch (config_.positions) {
-      case Positions::add: x_.row(r) = (E.col(tokens[r]) + mat(t, P_).col(pos)).transpose(); break;
+      case Positions::add: x0_.row(i) = (E.col(tok) + mat(t, P_).col(pos)).transpose(); break;
       case Positions::concat:
-        x_.row(r).head(E_.rows) = E.col(tokens[r]).transpose();
-        x_.row(r).tail(P_.rows) = mat(t, P_).col(pos).transpose();
+        x0_.row(i).head(E_.rows) = E.col(tok).transpose();
+        x0_.row(i).tail(P_.rows) = mat(t, P_).col(pos).transpose();
         break;
-      case Positions::none: x_.row(r) = E.col(tokens[r]).transpose(); break;
+      case Positions::none: x0_.row(i) = E.col(tok).transpose(); break;
     }
   }
+  for (int r = 0; r < N; ++r) x_.row(r) = x0_.row(distinct_of_row_[r]);
   // Affine maps are written bias first, then the product added (`Y = b; Y += X W`): the product then
   // accumulates into Y instead of zeroing a fresh destination and adding the bias in another pass.
   for (int l = 0; l < config_.layers; ++l) {
     const LayerBlocks& lb = blocks_[l];
     LayerCache& c = cache_[l];
-    layer_norm_forward<T>(x_, vec(t, lb.ln1_g), vec(t, lb.ln1_b), config_.ln_eps, c.u, c.xhat1, c.isig1);
-    c.qkv.rowwise() = vec(t, lb.bqkv).transpose();
-    c.qkv.noalias() += c.u * mat(t, lb.Wqkv);
+    if (l == 0) {  // on the distinct input rows, then copied to every row
+      layer_norm_forward<T>(x0_.topRows(U), vec(t, lb.ln1_g), vec(t, lb.ln1_b), config_.ln_eps, c.u.topRows(U),
+                            c.xhat1.topRows(U), c.isig1.head(U));
+      qkv0_.topRows(U).rowwise() = vec(t, lb.bqkv).transpose();
+      qkv0_.topRows(U).noalias() += c.u.topRows(U) * mat(t, lb.Wqkv);
+      for (int r = 0; r < N; ++r) c.qkv.row(r) = qkv0_.row(distinct_of_row_[r]);
+    } else {
+      layer_norm_forward<T>(x_, vec(t, lb.ln1_g), vec(t, lb.ln1_b), config_.ln_eps, c.u, c.xhat1, c.isig1);
+      c.qkv.rowwise() = vec(t, lb.bqkv).transpose();
+      c.qkv.noalias() += c.u * mat(t, lb.Wqkv);
+    }
     for (int b = 0; b < B; ++b)
       for (int h = 0; h < H; ++h) {
         attention_head_forward<T>(head_, c.qkv.block(b * L, h * dh, L, dh), c.qkv.block(b * L, d + h * dh, L, dh),
@@ -550,24 +628,47 @@ void BasicTransformer<T>::backward(const Mat& dlogits, Vec& grad) {
                                    c.A.middleRows((b * H + h) * L, L), dz_.block(b * L, h * dh, L, dh),
                                    dqkv_.block(b * L, h * dh, L, dh), dqkv_.block(b * L, d + h * dh, L, dh),
                                    dqkv_.block(b * L, 2 * d + h * dh, L, dh));
-    mat(g, lb.Wqkv).noalias() += c.u.transpose() * dqkv_;
-    vec(g, lb.bqkv) = dqkv_.colwise().sum().transpose();
-    du_.noalias() = dqkv_ * mat(t, lb.Wqkv).transpose();
-    layer_norm_backward<T>(du_, c.xhat1, c.isig1, vec(t, lb.ln1_g), dx_, vec(g, lb.ln1_g), vec(g, lb.ln1_b));
+    if (l == 0) {
+      // The first layer's LayerNorm and q, k, v act on the distinct input rows: their gradients
+      // are summed over the rows that share an input, then go back through those U rows once.
+      const int U = U_;
+      dqkv0_.topRows(U).setZero();
+      dx0_.topRows(U).setZero();
+      for (int r = 0; r < N; ++r) {
+        dqkv0_.row(distinct_of_row_[r]) += dqkv_.row(r);
+        dx0_.row(distinct_of_row_[r]) += dx_.row(r);  // the residual path to the embeddings
+      }
+      mat(g, lb.Wqkv).noalias() += c.u.topRows(U).transpose() * dqkv0_.topRows(U);
+      vec(g, lb.bqkv) = dqkv0_.topRows(U).colwise().sum().transpose();
+      du0_.topRows(U).noalias() = dqkv0_.topRows(U) * mat(t, lb.Wqkv).transpose();
+      layer_norm_backward<T>(du0_.topRows(U), c.xhat1.topRows(U), c.isig1.head(U), vec(t, lb.ln1_g), dx0_.topRows(U),
+                             vec(g, lb.ln1_g), vec(g, lb.ln1_b));
+    } else {
+      mat(g, lb.Wqkv).noalias() += c.u.transpose() * dqkv_;
+      vec(g, lb.bqkv) = dqkv_.colwise().sum().transpose();
+      du_.noalias() = dqkv_ * mat(t, lb.Wqkv).transpose();
+      layer_norm_backward<T>(du_, c.xhat1, c.isig1, vec(t, lb.ln1_g), dx_, vec(g, lb.ln1_g), vec(g, lb.ln1_b));
+    }
   }
+  embedding_backward(g);
+}
+
+// dx0_ holds the gradient of every distinct input row (token, position): to E and P.
+template <class T>
+void BasicTransformer<T>::embedding_backward(T* g) {
   auto dE = mat(g, E_);
-  for (int r = 0; r < N; ++r) {
-    const int pos = r % L;
+  for (int i = 0; i < U_; ++i) {
+    const int tok = distinct_token_[i], pos = distinct_pos_[i];
     switch (config_.positions) {
       case Positions::add:
-        dE.col(tokens_[r]) += dx_.row(r).transpose();
-        mat(g, P_).col(pos) += dx_.row(r).transpose();
+        dE.col(tok) += dx0_.row(i).transpose();
+        mat(g, P_).col(pos) += dx0_.row(i).transpose();
         break;
       case Positions::concat:
-        dE.col(tokens_[r]) += dx_.row(r).head(E_.rows).transpose();
-        mat(g, P_).col(pos) += dx_.row(r).tail(P_.rows).transpose();
+        dE.col(tok) += dx0_.row(i).head(E_.rows).transpose();
+        mat(g, P_).col(pos) += dx0_.row(i).tail(P_.rows).transpose();
         break;
-      case Positions::none: dE.col(tokens_[r]) += dx_.row(r).transpose(); break;
+      case Positions::none: dE.col(tok) += dx0_.row(i).transpose(); break;
     }
   }
 }
@@ -587,11 +688,12 @@ ConstRowBlockT<T> BasicTransformer<T>::values(int l, int b, int h) const {
 // ---------------------------------------------------------------- instantiations
 
 #define HDAT_SINKS_INSTANTIATE(T)                                                                                    \
-  template void layer_norm_forward<T>(const RowMatT<T>&, const Eigen::Ref<const VecT<T>>&,                           \
-                                      const Eigen::Ref<const VecT<T>>&, double, RowMatT<T>&, RowMatT<T>&, VecT<T>&); \
-  template void layer_norm_backward<T>(const RowMatT<T>&, const RowMatT<T>&, const VecT<T>&,                         \
-                                       const Eigen::Ref<const VecT<T>>&, RowMatT<T>&, Eigen::Ref<VecT<T>>,           \
-                                       Eigen::Ref<VecT<T>>);                                                         \
+  template void layer_norm_forward<T>(const ConstRowBlockT<T>&, const Eigen::Ref<const VecT<T>>&,                   \
+                                      const Eigen::Ref<const VecT<T>>&, double, RowBlockT<T>, RowBlockT<T>,          \
+                                      Eigen::Ref<VecT<T>>);                                                          \
+  template void layer_norm_backward<T>(const ConstRowBlockT<T>&, const ConstRowBlockT<T>&,                           \
+                                       const Eigen::Ref<const VecT<T>>&, const Eigen::Ref<const VecT<T>>&,           \
+                                       RowBlockT<T>, Eigen::Ref<VecT<T>>, Eigen::Ref<VecT<T>>);                      \
   template void gelu_forward<T>(const RowMatT<T>&, RowMatT<T>&, RowMatT<T>&);                                        \
   template void gelu_backward<T>(const RowMatT<T>&, const RowMatT<T>&, RowMatT<T>&);                                 \
   template void attention_head_forward<T>(const HeadSpec&, const ConstRowBlockT<T>&, const ConstRowBlockT<T>&,       \

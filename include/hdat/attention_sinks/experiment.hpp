@@ -3,6 +3,7 @@
 // attention-sink experiments and the attention maps in the `geometry` file format.
 // Options in, Summary out: run_experiment() touches no file; the `sinks` model writes its result.
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -68,6 +69,11 @@ struct ExperimentOptions {
   double sink_threshold = 0.9;
   double accuracy_threshold = 0.95;
   bool quiet = true;
+  /// Observer of the training stream (e.g. to replay it in another implementation): called with
+  /// every training batch before its step, and with the parameters after initialisation (as double).
+  std::function<void(long step, const Batch& batch)> on_batch;
+  std::function<void(const StateLayout& layout, const Eigen::VectorXd& theta)> on_initialised;
+  std::function<void(const Batch& eval)> on_evaluation_set;
 };
 
 struct HeadMetrics {

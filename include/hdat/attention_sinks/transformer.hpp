@@ -100,17 +100,17 @@ HeadSpec head_spec(const Config& c);
 // ---- Layers (free functions so that each one is checked on its own against finite differences) ----
 
 /// y = γ ⊙ x̂ + β row by row, x̂ = (x − mean)/√(var + ε) (biased variance, as PyTorch).
-/// Keeps x̂ and 1/√(var + ε) for the backward pass.
+/// Keeps x̂ and 1/√(var + ε) for the backward pass. The outputs have the shape of x (rows × d, rows).
 template <class T>
-void layer_norm_forward(const RowMatT<T>& x, const Eigen::Ref<const VecT<T>>& gamma,
-                        const Eigen::Ref<const VecT<T>>& beta, double eps, RowMatT<T>& y, RowMatT<T>& xhat,
-                        VecT<T>& inv_sigma);
+void layer_norm_forward(const ConstRowBlockT<T>& x, const Eigen::Ref<const VecT<T>>& gamma,
+                        const Eigen::Ref<const VecT<T>>& beta, double eps, RowBlockT<T> y, RowBlockT<T> xhat,
+                        Eigen::Ref<VecT<T>> inv_sigma);
 /// dx = (1/σ)(g − mean(g) − x̂ mean(g ⊙ x̂)) with g = dy ⊙ γ; dγ += Σ_rows dy ⊙ x̂; dβ += Σ_rows dy.
 /// dx is ADDED to (residual streams accumulate).
 template <class T>
-void layer_norm_backward(const RowMatT<T>& dy, const RowMatT<T>& xhat, const VecT<T>& inv_sigma,
-                         const Eigen::Ref<const VecT<T>>& gamma, RowMatT<T>& dx, Eigen::Ref<VecT<T>> dgamma,
-                         Eigen::Ref<VecT<T>> dbeta);
+void layer_norm_backward(const ConstRowBlockT<T>& dy, const ConstRowBlockT<T>& xhat,
+                         const Eigen::Ref<const VecT<T>>& inv_sigma, const Eigen::Ref<const VecT<T>>& gamma,
+                         RowBlockT<T> dx, Eigen::Ref<VecT<T>> dgamma, Eigen::Ref<VecT<T>> dbeta);
 
 /// Exact GELU x Φ(x) (PyTorch's default), its derivative Φ(x) + x φ(x).
 double gelu(double x);
@@ -174,11 +174,13 @@ class BasicTransformer {
     Block ln1_g, ln1_b, Wqkv, bqkv, Wo, bo, ln2_g, ln2_b, W1, c1, W2, c2;
   };
   struct LayerCache {
-    Mat xhat1, u, qkv, z, xhat2, m, h1, Phi, g;
+    Mat xhat1, u, qkv, z, xhat2, m, h1, Phi, g;  // layer 0: xhat1, u, isig1 of the distinct input rows only
     Vec isig1, isig2;
     Mat S, A;  // (B·H·L) × L: block (b·H + h)·L holds one head's L × L matrix
   };
   void resize(int B, int L);
+  void find_distinct_inputs(const std::vector<int>& tokens, int L);
+  void embedding_backward(T* grad);
 
   Config config_;
   HeadSpec head_;
@@ -194,6 +196,14 @@ class BasicTransformer {
   Mat xhatf_, yf_, logits_;
   Vec isigf_;
   Mat dx_, du_, dqkv_, dz_, dm_, dh_;  // backward buffers
+
+  // The input of a row is its (token, position) pair, and so are the first layer's LayerNorm and
+  // q, k, v: they are computed once per distinct pair (rows 0 .. U−1 of the buffers below, which
+  // have room for N) and copied to the rows (a batch of 256 induction sequences has ~540 distinct
+  // pairs among its 3072 rows).
+  int U_ = 0;
+  std::vector<int> distinct_of_row_, distinct_token_, distinct_pos_, slot_of_pair_;
+  Mat x0_, qkv0_, dqkv0_, du0_, dx0_;
 };
 
 using Transformer = BasicTransformer<double>;
