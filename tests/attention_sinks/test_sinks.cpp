@@ -296,6 +296,41 @@ TEST_CASE("the sinks model through the registry: outputs, bad input") {
   }
 }
 
+TEST_CASE("sinks keys that apply only to some configurations: setting one elsewhere is an input error") {
+  hdat::Registry reg;
+  hdat::register_sinks(reg);
+  const hdat::ModelEntry& m = reg.get("sinks");
+  // The error names the key that does not apply (not the one that makes it not apply).
+  auto rejected_key = [&](std::vector<std::pair<std::string, json>> a) -> std::string {
+    try {
+      hdat::resolve_for(m, json(), a);
+    } catch (const hdat::InputError& e) {
+      return e.key();
+    }
+    return "";
+  };
+  CHECK(rejected_key({{"task", "classification"}, {"aux_weight", 0.3}}) == "aux_weight");
+  CHECK(rejected_key({{"task", "classification"}, {"shift_query", true}}) == "shift_query");
+  CHECK(rejected_key({{"task", "classification"}, {"query_last", true}}) == "query_last");
+  CHECK(rejected_key({{"task", "classification"}, {"vocab", 60}}) == "vocab");
+  CHECK(rejected_key({{"task", "classification"}, {"sink_threshold", 0.8}}) == "sink_threshold");
+  CHECK(rejected_key({{"flip_pairs", 10}}) == "flip_pairs");  // induction is the default task
+  CHECK(rejected_key({{"classes", 3}}) == "classes");
+  CHECK(rejected_key({{"group_size", 5}}) == "group_size");
+  CHECK(rejected_key({{"epochs", 2}, {"steps", 100}}) == "steps");
+  CHECK(rejected_key({{"n_train", 0}, {"batching", "epochs"}}) == "batching");
+  CHECK(rejected_key({{"attention", "softmax"}, {"norm_eps", 1e-6}}) == "norm_eps");
+  CHECK(rejected_key({{"attention", "linear_unnorm"}, {"norm_eps", 1e-6}}) == "norm_eps");
+  CHECK(rejected_key({{"attention", "relu_norm"}, {"norm_eps", 0.0}}) == "norm_eps");  // its row sum can vanish
+  // Where they apply they are accepted (aliases of the kinds included), and defaults never trip a condition.
+  CHECK(rejected_key({{"task", "classification"}, {"flip_pairs", 10}, {"classes", 3}}) == "");
+  CHECK(rejected_key({{"shift_query", true}, {"query_last", true}, {"aux_weight", 0.0}, {"sink_threshold", 0.8}}) == "");
+  CHECK(rejected_key({{"attention", "coupled_linear_norm"}, {"norm_eps", 0.0}}) == "");
+  CHECK(rejected_key({{"attention", "sigmoid_norm"}, {"norm_eps", 1e-6}}) == "");
+  CHECK(rejected_key({{"epochs", 2}, {"batching", "epochs"}}) == "");
+  CHECK(rejected_key({{"task", "classification"}}) == "");
+}
+
 TEST_CASE("study table pools the models above the accuracy threshold") {
   std::vector<json> recs = {
       {{"task", "induction"}, {"attention", "softmax"}, {"heads", 4}, {"accuracy", 0.99}, {"above_accuracy_threshold", true},

@@ -43,7 +43,7 @@ nlohmann::json protocol_base() {
   return {{"task", "induction"},   {"width", 128},          {"layers", 2},           {"batch", 256},
           {"positions", "add"},     {"shift_query", true},   {"aux_weight", 0.2},     {"query_last", true},
           {"batching", "epochs"},   {"epochs", 10},          {"n_train", 100000},     {"n_eval", 1000},
-          {"norm_eps_all", true},   {"precision", "float32"}, {"export_sequences", 0}, {"eval_every", 391}};
+          {"precision", "float32"}, {"export_sequences", 0}, {"eval_every", 391}};
 }
 
 std::vector<std::string> protocol_grid(const std::vector<std::string>& user) {

@@ -39,23 +39,34 @@ ParamSet sinks_params() {
            "learned positional embedding added, concatenated (half the width each) or none; auto: concat for "
            "induction, none for classification (the authors' settings)");
   p.boolean("causal", json(), "causal attention mask (unset: true for induction, false for classification)");
-  p.integer("vocab", 50, "induction: token ids incl. BOS = 0", Range::between(3, 100000));
+  p.integer("vocab", 50, "induction: token ids incl. BOS = 0", Range::between(3, 100000)).when_in("task", {"induction"});
   p.integer("n_tokens", 10, "distinct tokens per sequence (both tasks)", Range::between(2, 1000));
-  p.boolean("shift_query", false, "induction: the query copy uses a separate id range (q = t_k + vocab)");
+  p.boolean("shift_query", false, "induction: the query copy uses a separate id range (q = t_k + vocab)")
+      .when_in("task", {"induction"});
   p.boolean("query_last", false,
             "induction: the query may copy the last token t_n (1/n of the sequences), whose target is then the query "
-            "token itself (the authors' data); false: k < n, the successor always exists");
-  p.real("aux_weight", 0.2, "induction: weight of the next-token loss at the earlier positions", Range::nonnegative());
-  p.integer("classes", 4, "classification: number of token groups (labels)", Range::between(2, 1000));
-  p.integer("group_size", 10, "classification: token ids per group", Range::between(2, 10000));
-  p.integer("steps", 3000, "AdamW steps (batches)", Range::between(0, 10000000));
+            "token itself (the authors' data); false: k < n, the successor always exists")
+      .when_in("task", {"induction"});
+  p.real("aux_weight", 0.2, "induction: weight of the next-token loss at the earlier positions", Range::nonnegative())
+      .when_in("task", {"induction"});
+  p.integer("classes", 4, "classification: number of token groups (labels)", Range::between(2, 1000))
+      .when_in("task", {"classification"});
+  p.integer("group_size", 10, "classification: token ids per group", Range::between(2, 10000))
+      .when_in("task", {"classification"});
+  p.integer("steps", 3000, "AdamW steps (batches)", Range::between(0, 10000000))
+      .when("epochs is 0 (epochs > 0 sets the number of steps)", [](const Params& q) { return q.integer("epochs") == 0; },
+            {"epochs"});
   p.integer("epochs", 0,
             "if > 0: train this many passes over the n_train pool instead of `steps` (steps = epochs x batches per "
             "epoch: ceil(n_train/batch) with batching=epochs)",
-            Range::between(0, 100000));
+            Range::between(0, 100000))
+      .when("n_train > 0 (epochs of a training pool)", [](const Params& q) { return q.integer("n_train") > 0; },
+            {"n_train"});
   p.choice("batching", "cyclic", {"cyclic", "epochs"},
            "cyclic: every batch full, the pool reshuffled whenever used up (batches may span epochs); epochs: one "
-           "permutation per epoch, the last batch short (n_train mod batch), as PyTorch's DataLoader(shuffle=True)");
+           "permutation per epoch, the last batch short (n_train mod batch), as PyTorch's DataLoader(shuffle=True)")
+      .when("n_train > 0 (batches drawn from a training pool)", [](const Params& q) { return q.integer("n_train") > 0; },
+            {"n_train"});
   p.integer("batch", 64, "sequences per step", Range::between(1, 100000));
   p.real("lr", 1e-3, "AdamW learning rate", Range::positive());
   p.real("weight_decay", 0.01, "AdamW decoupled weight decay (PyTorch default)", Range::nonnegative());
@@ -66,17 +77,22 @@ ParamSet sinks_params() {
             Range::between(0, 100000000));
   p.integer("n_eval", 1000, "evaluation sequences (separate random stream)", Range::between(1, 10000000));
   p.integer("eval_every", 250, "steps between points of the training curve", Range::between(1, 10000000));
-  p.integer("flip_pairs", 500, "classification: sequence pairs of the token-flip test", Range::between(0, 1000000));
+  p.integer("flip_pairs", 500, "classification: sequence pairs of the token-flip test", Range::between(0, 1000000))
+      .when_in("task", {"classification"});
   p.integer("export_sequences", 2, "evaluation sequences whose attention maps go to attention_maps.json",
             Range::between(0, 100000));
   p.integer("seed", 0, "seed of initialisation, training data and evaluation set", Range::between(0, 1e15));
-  p.real("sink_threshold", 0.9, "a head is a sink head when its sink score exceeds this", Range::between(0, 1));
+  p.real("sink_threshold", 0.9, "induction: a head is a sink head when its sink score exceeds this", Range::between(0, 1))
+      .when_in("task", {"induction"});
   p.real("accuracy_threshold", 0.95, "models above this accuracy count in the sink statistics", Range::between(0, 1));
-  p.real("norm_eps", 1e-9, "epsilon added to the row sum of relu_norm, square_norm, abs_norm (and see norm_eps_all)",
-         Range::positive());
-  p.boolean("norm_eps_all", false,
-            "add norm_eps to the row sum of sigmoid_norm, linear_norm and elu_norm too (the authors' 1e-9); false: only "
-            "where f can vanish on a whole row");
+  std::vector<std::string> row_sum_kinds;
+  for (const auto& k : attention_names())
+    if (has_row_sum(parse_attention(k))) row_sum_kinds.push_back(k);
+  p.real("norm_eps", 1e-9,
+         "epsilon added to the row sum of the f/sum f kinds (the authors' 1e-9); 0 allowed where f > 0 (sigmoid, "
+         "linear, elu), > 0 needed where the sum can vanish (relu, square, abs)",
+         Range::nonnegative())
+      .when_in("attention", row_sum_kinds);
   return p;
 }
 
@@ -102,7 +118,6 @@ ExperimentOptions options_from(const Params& p) {
   c.causal = p.has("causal") ? p.boolean("causal") : induction;
   c.attention = parse_attention(p.text("attention"));
   c.norm_eps = p.real("norm_eps");
-  c.eps_in_every_norm = p.boolean("norm_eps_all");
   o.precision = p.text("precision") == "float32" ? Precision::float32 : Precision::float64;
   o.adam = {p.real("lr"), p.real("beta1"), p.real("beta2"), p.real("adam_eps"), p.real("weight_decay")};
   o.batch = int(p.integer("batch"));
@@ -127,7 +142,8 @@ void check_params(const Params& p) {
   const int width = int(p.integer("width")), heads = int(p.integer("heads"));
   if (width % heads != 0) throw InputError("heads", fmt::format("must divide width ({})", width));
   const ExperimentOptions o = options_from(p);
-  if (p.integer("epochs") > 0 && o.n_train == 0) throw InputError("epochs", "needs a training pool (n_train > 0)");
+  if (row_sum_can_vanish(o.model.attention) && !(o.model.norm_eps > 0))
+    throw InputError("norm_eps", "must be > 0 for " + p.text("attention") + " (its row sum can vanish)");
   if (o.model.positions == Positions::concat && width % 2 != 0)
     throw InputError("width", "must be even with concatenated positions");
   if (o.task == Task::induction) {

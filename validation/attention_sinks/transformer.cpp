@@ -148,19 +148,20 @@ bool is_positive(AttentionKind k) {
   return k != AttentionKind::raw_dotproduct_norm && k != AttentionKind::raw_dotproduct_unnorm;
 }
 
-double HeadSpec::row_eps() const {
-  switch (kind) {
-    case AttentionKind::relu_norm:
-    case AttentionKind::square_norm:
-    case AttentionKind::abs_norm: return norm_eps;  // f can vanish on a whole row
-    case AttentionKind::sigmoid_norm:
-    case AttentionKind::linear_norm:
-    case AttentionKind::elu_norm: return eps_in_every_norm ? norm_eps : 0.0;  // f > 0: only to match the authors
-    default: return 0.0;  // softmax (log-sum-exp), raw_dotproduct (max(|Σ|, 1)), the unnormalised kinds
-  }
+bool has_row_sum(AttentionKind k) {
+  return is_normalised(k) && k != AttentionKind::softmax && k != AttentionKind::raw_dotproduct_norm &&
+         k != AttentionKind::uniform;
 }
 
-HeadSpec head_spec(const Config& c) { return {c.attention, c.causal, c.norm_eps, c.eps_in_every_norm}; }
+bool row_sum_can_vanish(AttentionKind k) {
+  return k == AttentionKind::relu_norm || k == AttentionKind::square_norm || k == AttentionKind::abs_norm;
+}
+
+// Every kind of the form f/Σf adds ε to the row sum, as the authors' code does (1e-9); where f > 0
+// (sigmoid, elu, linear) it may be 0, where f can vanish on a whole row (relu, square, abs) it must not.
+double HeadSpec::row_eps() const { return has_row_sum(kind) ? norm_eps : 0.0; }
+
+HeadSpec head_spec(const Config& c) { return {c.attention, c.causal, c.norm_eps}; }
 
 Positions parse_positions(const std::string& name) {
   if (name == "add") return Positions::add;

@@ -41,11 +41,11 @@ using ConstRowBlock = ConstRowBlockT<double>;
 /// labels of the paper's figure.
 enum class AttentionKind {
   softmax,         ///< exp(s_ij) / Σ_j exp(s_ij) (log-sum-exp)
-  sigmoid_norm,    ///< σ(s_ij) / (Σ_j σ(s_ij) [+ ε])
+  sigmoid_norm,    ///< σ(s_ij) / (Σ_j σ(s_ij) + ε)
   sigmoid_unnorm,  ///< σ(s_ij)
-  linear_norm,     ///< φ(q_i)·φ(k_j) / (Σ_j φ(q_i)·φ(k_j) [+ ε]), φ = elu + 1 on the head's features, no 1/√d_h [linear]
+  linear_norm,     ///< φ(q_i)·φ(k_j) / (Σ_j φ(q_i)·φ(k_j) + ε), φ = elu + 1 on the head's features, no 1/√d_h [linear]
   linear_unnorm,   ///< φ(q_i)·φ(k_j)                                                                   [linear_unnorm]
-  elu_norm,        ///< (elu(s_ij) + 1) / (Σ_j (elu + 1) [+ ε])                                         [coupled_linear_norm]
+  elu_norm,        ///< (elu(s_ij) + 1) / (Σ_j (elu + 1) + ε)                                           [coupled_linear_norm]
   elu_unnorm,      ///< elu(s_ij) + 1                                                                   [coupled_linear_unnorm]
   raw_dotproduct_norm,    ///< s_ij / max(|Σ_j s_ij|, 1): signed weights                                  [raw_dotproduct_norm]
   raw_dotproduct_unnorm,  ///< s_ij                                                                       [raw_dotproduct_unnorm]
@@ -64,6 +64,10 @@ std::vector<std::string> attention_names();               // every accepted name
 bool is_normalised(AttentionKind kind);
 /// Kinds whose weights are non-negative and, when normalised, sum to 1 over a row (all but raw_dotproduct).
 bool is_positive(AttentionKind kind);
+/// Kinds of the form f/(Σ_j f + ε), to which norm_eps applies (sigmoid, linear, elu, relu _norm; square, abs).
+bool has_row_sum(AttentionKind kind);
+/// Those whose row sum can vanish (relu_norm, square_norm, abs_norm): their ε must be > 0.
+bool row_sum_can_vanish(AttentionKind kind);
 
 enum class Positions { add, concat, none };
 Positions parse_positions(const std::string& name);
@@ -81,8 +85,7 @@ struct Config {
   bool causal = true;
   AttentionKind attention = AttentionKind::softmax;
   double ln_eps = 1e-5;     ///< LayerNorm: (x − μ)/√(var + ε), as in PyTorch
-  double norm_eps = 1e-9;   ///< ε of the row sums (relu, square, abs always; the others with eps_in_every_norm)
-  bool eps_in_every_norm = false;  ///< add ε to the row sum of sigmoid_norm, linear_norm, elu_norm too (the authors)
+  double norm_eps = 1e-9;   ///< ε added to the row sum Σ_j f of every f/Σf kind (the authors' 1e-9); > 0 where f can vanish
 };
 void check_config(const Config& c);  // std::invalid_argument on inconsistent shapes
 
@@ -91,8 +94,7 @@ struct HeadSpec {
   AttentionKind kind = AttentionKind::softmax;
   bool causal = true;
   double norm_eps = 1e-9;
-  bool eps_in_every_norm = false;
-  /// ε added to the row sum of this kind (0 where the kind has none).
+  /// ε added to the row sum of this kind (0 where the kind has none: softmax, raw_dotproduct, unnormalised, uniform).
   double row_eps() const;
 };
 HeadSpec head_spec(const Config& c);
