@@ -23,7 +23,7 @@ if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   OMP_NUM_THREADS=1 "$bench" "${args[@]}" --steps "$steps" --precision both
   exit 0
 fi
-OMP_NUM_THREADS=1 /usr/bin/python3 "$here/torch_reference.py" "$dump" --steps 0 --precision float32 | head -1
+OMP_NUM_THREADS=1 /usr/bin/python3 "$here/torch_reference.py" "$dump" --steps 0 --precision float32 | sed -n 1p  # sed reads to the end: no broken pipe
 for r in $(seq "$rounds"); do
   OMP_NUM_THREADS=1 "$bench" "${args[@]}" --steps "$steps" --precision both | tee -a "$log"
   OMP_NUM_THREADS=1 /usr/bin/python3 "$here/torch_reference.py" "$dump" --steps "$torch_steps" --precision float32 \
