@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
-"""The attention-sink transformer of validation/attention_sinks in PyTorch, for a side-by-side speed
-comparison (not used by the build or the tests; needs Debian's python3-torch: /usr/bin/python3).
+"""The attention-sink transformer of validation/attention_sinks written in PyTorch the way the authors'
+training code (tml-epfl/softmax: separate q/k/v projections, attention functions, two cross-entropy
+terms) builds it, for a side-by-side speed comparison and an independent check of the C++ gradient.
+Not used by the build or the tests; needs Debian's python3-torch (/usr/bin/python3).
 
 1. Reads the dump written by `bench_attention_sinks --dump FILE.json` (parameters, one batch, the C++
-   loss and gradient), loads the same parameters into the PyTorch model and compares loss and gradient
-   in float64: both sides compute the same function.
-2. Times the same training loop (forward, backward, AdamW; batches made beforehand) on one thread, in
-   float64 (the C++ precision) and float32, and prints steps per second as JSON lines.
+   loss and gradient), loads the same parameters (the C++ fused W_qkv split into q, k, v) and compares
+   the loss and the gradient of every parameter block in float64: both sides compute the same function.
+2. Times training steps (forward, backward, AdamW; batches made beforehand, drawn as the authors' data:
+   the query may copy any of the n tokens) on the given number of threads, in float32 and/or float64,
+   and prints wall and CPU seconds per step as JSON lines.
 
-Usage: /usr/bin/python3 torch_reference.py DUMP.json [--steps 300] [--threads 1]
+Usage: /usr/bin/python3 torch_reference.py DUMP.json [--steps 50] [--threads 1]
+                                         [--precision float32|float64|both] [--skip-check]
 """
 import argparse
 import json
@@ -20,157 +24,232 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-class Block(nn.Module):
-    def __init__(self, d, heads, hidden, attention):
-        super().__init__()
-        self.d, self.heads, self.attention = d, heads, attention
-        self.ln1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d)
-        self.out = nn.Linear(d, d)
-        self.ln2 = nn.LayerNorm(d)
-        self.fc1 = nn.Linear(d, hidden)
-        self.fc2 = nn.Linear(hidden, d)
-
-    def forward(self, x):
-        B, L, d = x.shape
-        H, dh = self.heads, d // self.heads
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q, k, v = (t.view(B, L, H, dh).transpose(1, 2) for t in (q, k, v))
-        mask = torch.ones(L, L, dtype=torch.bool, device=x.device).tril()
-        if self.attention == "softmax":
-            s = (q @ k.transpose(-2, -1)) / math.sqrt(dh)
-            a = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)
-        elif self.attention in ("sigmoid_norm", "sigmoid_unnorm"):
-            a = torch.sigmoid((q @ k.transpose(-2, -1)) / math.sqrt(dh)) * mask
-            if self.attention == "sigmoid_norm":
-                a = a / a.sum(-1, keepdim=True)
-        elif self.attention in ("linear_norm", "linear_unnorm"):
-            a = (F.elu(q) + 1) @ (F.elu(k) + 1).transpose(-2, -1) * mask
-            if self.attention == "linear_norm":
-                a = a / a.sum(-1, keepdim=True)
+def attention_weights(kind, q, k, mask, eps):
+    """Weights (B, H, L, L) of one attention kind from queries and keys (B, H, L, d_h)."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    if kind == "softmax":
+        s = (q @ k.transpose(-2, -1)) * scale
+        return torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)
+    if kind.startswith("linear"):  # elu+1 features, no scale
+        w = (F.elu(q) + 1) @ (F.elu(k) + 1).transpose(-2, -1)
+    else:
+        s = (q @ k.transpose(-2, -1)) * scale
+        if kind.startswith("sigmoid"):
+            w = torch.sigmoid(s)
+        elif kind.startswith("elu"):
+            w = F.elu(s) + 1
+        elif kind.startswith("raw_dotproduct"):
+            w = s
         else:
-            raise ValueError("attention kind not in the reference: " + self.attention)
-        z = (a @ v).transpose(1, 2).reshape(B, L, d)
-        x = x + self.out(z)
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+            raise ValueError("attention kind not in the reference: " + kind)
+    w = w.masked_fill(~mask, 0.0)
+    if kind == "raw_dotproduct_norm":
+        total = w.sum(-1, keepdim=True)
+        return w / torch.maximum(total.abs(), torch.ones_like(total))
+    if kind.endswith("_norm"):
+        return w / (w.sum(-1, keepdim=True) + eps)
+    return w
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, hidden, kind, eps):
+        super().__init__()
+        self.heads, self.kind, self.eps = heads, kind, eps
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.fc1, self.fc2 = nn.Linear(d, hidden), nn.Linear(hidden, d)
+
+    def forward(self, x, mask):
+        B, L, d = x.shape
+        h = self.norm1(x)
+        split = lambda t: t.view(B, L, self.heads, d // self.heads).transpose(1, 2)
+        a = attention_weights(self.kind, split(self.q(h)), split(self.k(h)), mask, self.eps)
+        self.weights = a.detach()  # (B, H, L, L), for the sink metric
+        z = (a @ split(self.v(h))).transpose(1, 2).reshape(B, L, d)
+        x = x + self.o(z)
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
 
 
 class Model(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, eps=0.0):
         super().__init__()
         d = c["width"]
-        self.tok = nn.Embedding(c["vocab"], d // 2)  # concatenated positions: half the width each
-        self.pos = nn.Embedding(c["max_len"], d - d // 2)
-        self.blocks = nn.ModuleList(Block(d, c["heads"], c["mlp_hidden"], c["attention"]) for _ in range(c["layers"]))
+        self.concat = c["positions"] == "concat"
+        d_tok = d // 2 if self.concat else d
+        self.tok = nn.Embedding(c["vocab"], d_tok)
+        self.pos = nn.Embedding(c["max_len"], d - d_tok if self.concat else d)
+        self.blocks = nn.ModuleList(Block(d, c["heads"], c["mlp_hidden"], c["attention"], eps) for _ in range(c["layers"]))
         self.lnf = nn.LayerNorm(d)
         self.head = nn.Linear(d, c["n_out"])
 
     def forward(self, tokens):
         B, L = tokens.shape
-        pos = torch.arange(L, device=tokens.device).expand(B, L)
-        x = torch.cat([self.tok(tokens), self.pos(pos)], dim=-1)
+        pos = self.pos(torch.arange(L).expand(B, L))
+        x = torch.cat([self.tok(tokens), pos], dim=-1) if self.concat else self.tok(tokens) + pos
+        mask = torch.ones(L, L, dtype=torch.bool).tril()
         for b in self.blocks:
-            x = b(x)
+            x = b(x, mask)
         return self.head(self.lnf(x))
 
 
 def block(dump, name):
-    t = dump["theta"][name]
-    # Column-major rows x cols in the dump.
+    t = dump["theta"][name]  # column-major rows x cols
     return torch.tensor(t["values"], dtype=torch.float64).view(t["cols"], t["rows"]).T.contiguous()
 
 
-def load(model, dump):
-    """Parameters of the C++ layout -> PyTorch (Linear weights are d_out x d_in: transposes)."""
-    with torch.no_grad():
-        model.tok.weight.copy_(block(dump, "E").T)
-        model.pos.weight.copy_(block(dump, "P").T)
-        for l, b in enumerate(model.blocks):
-            p = f"L{l}."
-            b.ln1.weight.copy_(block(dump, p + "ln1_g")[:, 0]); b.ln1.bias.copy_(block(dump, p + "ln1_b")[:, 0])
-            b.qkv.weight.copy_(block(dump, p + "Wqkv").T); b.qkv.bias.copy_(block(dump, p + "bqkv")[:, 0])
-            b.out.weight.copy_(block(dump, p + "Wo").T); b.out.bias.copy_(block(dump, p + "bo")[:, 0])
-            b.ln2.weight.copy_(block(dump, p + "ln2_g")[:, 0]); b.ln2.bias.copy_(block(dump, p + "ln2_b")[:, 0])
-            b.fc1.weight.copy_(block(dump, p + "W1").T); b.fc1.bias.copy_(block(dump, p + "c1")[:, 0])
-            b.fc2.weight.copy_(block(dump, p + "W2").T); b.fc2.bias.copy_(block(dump, p + "c2")[:, 0])
-        model.lnf.weight.copy_(block(dump, "lnf_g")[:, 0]); model.lnf.bias.copy_(block(dump, "lnf_b")[:, 0])
-        model.head.weight.copy_(block(dump, "Wout").T); model.head.bias.copy_(block(dump, "bout")[:, 0])
+def grad_block(dump, name, rows, cols):
+    return torch.tensor(dump["grad"][name], dtype=torch.float64).view(cols, rows).T
+
+
+def pairs(model, dump):
+    """(PyTorch parameter, C++ block name, transform of the C++ block into the parameter's shape)."""
+    d = dump["config"]["width"]
+    out = [(model.tok.weight, "E", lambda m: m.T), (model.pos.weight, "P", lambda m: m.T)]
+    for l, b in enumerate(model.blocks):
+        p = f"L{l}."
+        out += [(b.norm1.weight, p + "ln1_g", lambda m: m[:, 0]), (b.norm1.bias, p + "ln1_b", lambda m: m[:, 0])]
+        for i, lin in enumerate((b.q, b.k, b.v)):  # C++ W_qkv: columns queries | keys | values
+            out += [(lin.weight, p + "Wqkv", lambda m, i=i: m[:, i * d:(i + 1) * d].T),
+                    (lin.bias, p + "bqkv", lambda m, i=i: m[i * d:(i + 1) * d, 0])]
+        out += [(b.o.weight, p + "Wo", lambda m: m.T), (b.o.bias, p + "bo", lambda m: m[:, 0]),
+                (b.norm2.weight, p + "ln2_g", lambda m: m[:, 0]), (b.norm2.bias, p + "ln2_b", lambda m: m[:, 0]),
+                (b.fc1.weight, p + "W1", lambda m: m.T), (b.fc1.bias, p + "c1", lambda m: m[:, 0]),
+                (b.fc2.weight, p + "W2", lambda m: m.T), (b.fc2.bias, p + "c2", lambda m: m[:, 0])]
+    out += [(model.lnf.weight, "lnf_g", lambda m: m[:, 0]), (model.lnf.bias, "lnf_b", lambda m: m[:, 0]),
+            (model.head.weight, "Wout", lambda m: m.T), (model.head.bias, "bout", lambda m: m[:, 0])]
+    return out
 
 
 def weighted_ce(logits, targets, weights):
-    """Sum over rows of w_r * cross-entropy (the C++ loss; rows with target -1 have weight 0)."""
+    """Sum over rows of w_r * cross-entropy: the C++ loss (rows with target -1 have weight 0)."""
     flat, t, w = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), weights.reshape(-1)
-    ce = F.cross_entropy(flat, t.clamp(min=0), reduction="none")
-    return (w * ce).sum()
+    return (w * F.cross_entropy(flat, t.clamp(min=0), reduction="none")).sum()
+
+
+def authors_loss(logits, targets, aux_weight=0.2):
+    """The authors' form: mean cross-entropy at the earlier positions times aux_weight, plus the last one's."""
+    start = F.cross_entropy(logits[:, :-1, :].transpose(1, 2), targets[:, :-1])
+    return aux_weight * start + F.cross_entropy(logits[:, -1, :], targets[:, -1])
+
+
+def check(dump):
+    c = dump["config"]
+    B, L = c["batch"], c["length"]
+    model = Model(c).double()
+    links = pairs(model, dump)
+    with torch.no_grad():
+        for param, name, f in links:
+            param.copy_(f(block(dump, name)))
+    tokens = torch.tensor(dump["tokens"]).view(B, L)
+    targets = torch.tensor(dump["targets"]).view(B, L)
+    weights = torch.tensor(dump["weights"], dtype=torch.float64).view(B, L)
+    loss = weighted_ce(model(tokens), targets, weights)
+    loss.backward()
+    worst, where = 0.0, ""
+    # Relative to each block's scale, but not below 1e-9 of the largest component: some blocks are zero
+    # up to rounding (the key bias under softmax, which adds a constant to every score of a row).
+    refs = []
+    for param, name, f in links:
+        t = dump["theta"][name]
+        refs.append(f(grad_block(dump, name, t["rows"], t["cols"])))
+    floor = 1e-9 * max(r.abs().max().item() for r in refs)
+    for (param, name, f), ref in zip(links, refs):
+        gap = ((param.grad - ref).abs().max() / max(ref.abs().max().item(), floor)).item()
+        if gap > worst:
+            worst, where = gap, name
+    print(json.dumps({"check": "same parameters and batch, float64", "attention": c["attention"], "loss_cpp": dump["loss"],
+                      "loss_torch": loss.item(), "loss_rel_diff": abs(loss.item() - dump["loss"]) / abs(dump["loss"]),
+                      "grad_max_rel_diff": worst, "worst_block": where}), flush=True)
+
+
+def authors_batches(c, count, generator):
+    """Induction batches as the authors draw them: n distinct tokens, the query copies t_k for k in 1..n
+    (shifted by the vocabulary when shift_query), the target is the successor (the query itself for k = n)."""
+    B, L, n, V = c["batch"], c["length"], c["n_tokens"], c["task_vocab"]
+    shift = V if c["shift_query"] else 0
+    out = []
+    for _ in range(count):
+        tokens = torch.zeros(B, L, dtype=torch.long)
+        targets = torch.zeros(B, L, dtype=torch.long)
+        for b in range(B):
+            t = torch.randperm(V - 1, generator=generator)[:n] + 1
+            k = int(torch.randint(0, n, (1,), generator=generator))
+            q = int(t[k]) + shift
+            seq = [0] + t.tolist() + [q]
+            tokens[b] = torch.tensor(seq)
+            targets[b, :L - 1] = torch.tensor(seq[1:])
+            targets[b, L - 1] = int(t[k + 1]) if k + 1 < n else q
+        out.append((tokens, targets))
+    return out
+
+
+class SequenceSet(torch.utils.data.Dataset):
+    """A pool of sequences served one at a time, as the authors' InductionDataset (a list of tensors)."""
+
+    def __init__(self, batches):
+        self.items = [(t, y) for tokens, targets in batches for t, y in zip(tokens, targets)]
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+def time_training(c, dtype, steps, threads, batches, loader):
+    torch.manual_seed(0)
+    model = Model(c).to(dtype)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    # With --loader the batches come from a DataLoader(shuffle=True) over the pool, as in the authors'
+    # training loop (their step includes collating 256 sequences); otherwise from the prepared list.
+    stream = None
+    if loader:
+        data = torch.utils.data.DataLoader(SequenceSet(batches), batch_size=c["batch"], shuffle=True)
+        def forever():
+            while True:
+                yield from data
+        stream = forever()
+
+    def step(s):
+        tokens, targets = next(stream) if stream else batches[s % len(batches)]
+        opt.zero_grad()
+        loss = authors_loss(model(tokens), targets)
+        loss.backward()
+        opt.step()
+        return loss
+
+    loss = torch.zeros(())
+    for s in range(3):  # warm-up
+        loss = step(s)
+    wall, cpu = time.perf_counter(), time.process_time()
+    for s in range(steps):
+        loss = step(s)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(json.dumps({"impl": f"PyTorch {torch.__version__} ({str(dtype).replace('torch.', '')}{', DataLoader' if loader else ''})",
+                      "attention": c["attention"], "width": c["width"], "heads": c["heads"], "batch": c["batch"],
+                      "steps": steps, "threads": threads, "seconds": round(wall, 3),
+                      "steps_per_second": round(steps / wall, 3), "cpu_seconds": round(cpu, 3),
+                      "steps_per_cpu_second": round(steps / cpu, 3), "final_loss": round(loss.item(), 6)}), flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dump")
-    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--precision", default="both", choices=["float32", "float64", "both"])
+    ap.add_argument("--skip-check", action="store_true")
+    ap.add_argument("--loader", action="store_true", help="also time steps that draw their batch from a DataLoader")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     dump = json.load(open(args.dump))
-    c = dump["config"]
-    B, L = c["batch"], c["length"]
-    tokens = torch.tensor(dump["tokens"]).view(B, L)
-    targets = torch.tensor(dump["targets"]).view(B, L)
-    weights = torch.tensor(dump["weights"], dtype=torch.float64).view(B, L)
-
-    # 1. Same function: loss and gradient of the C++ parameters, in float64.
-    model = Model(c).double()
-    load(model, dump)
-    loss = weighted_ce(model(tokens), targets, weights)
-    loss.backward()
-    grads = {"E": model.tok.weight.grad.T, "P": model.pos.weight.grad.T, "Wout": model.head.weight.grad.T,
-             "L0.Wqkv": model.blocks[0].qkv.weight.grad.T, "L1.W1": model.blocks[-1].fc1.weight.grad.T,
-             "L0.ln1_g": model.blocks[0].ln1.weight.grad[:, None]}
-    worst = 0.0
-    for name, g in grads.items():
-        ref = torch.tensor(dump["grad"][name], dtype=torch.float64).view(g.shape[1], g.shape[0]).T
-        worst = max(worst, ((g - ref).abs().max() / (ref.abs().max() + 1e-300)).item())
-    print(json.dumps({"check": "same parameters, float64", "loss_cpp": dump["loss"], "loss_torch": loss.item(),
-                      "loss_rel_diff": abs(loss.item() - dump["loss"]) / abs(dump["loss"]),
-                      "grad_max_rel_diff": worst}))
-
-    # 2. Speed of the training loop (batches made beforehand, as in the C++ benchmark).
-    g = torch.Generator().manual_seed(0)
-    batches = []
-    for _ in range(50):
-        toks = torch.zeros(B, L, dtype=torch.long)
-        tg = torch.zeros(B, L, dtype=torch.long)
-        w = torch.zeros(B, L)
-        n = L - 2
-        for b in range(B):
-            t = torch.randperm(c["vocab"] - 1, generator=g)[:n] + 1
-            k = int(torch.randint(1, n, (1,), generator=g))
-            toks[b, 0], toks[b, 1:n + 1], toks[b, n + 1] = 0, t, t[k - 1]
-            tg[b, :L - 1] = toks[b, 1:]
-            tg[b, L - 1] = t[k]
-        w[:, :L - 1] = 0.2 / (B * (L - 1))
-        w[:, L - 1] = 1.0 / B
-        batches.append((toks, tg, w))
-    for dtype in (torch.float64, torch.float32):
-        torch.manual_seed(0)
-        m = Model(c).to(dtype)
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
-        bw = [(a, b_, w_.to(dtype)) for a, b_, w_ in batches]
-        for s in range(10):  # warm-up
-            a, b_, w_ = bw[s % 50]
-            opt.zero_grad(); weighted_ce(m(a), b_, w_).backward(); opt.step()
-        start = time.perf_counter()
-        for s in range(args.steps):
-            a, b_, w_ = bw[s % 50]
-            opt.zero_grad()
-            lo = weighted_ce(m(a), b_, w_)
-            lo.backward()
-            opt.step()
-        sec = time.perf_counter() - start
-        print(json.dumps({"impl": f"PyTorch {torch.__version__} ({str(dtype).replace('torch.', '')})",
-                          "attention": c["attention"], "width": c["width"], "batch": B, "steps": args.steps,
-                          "threads": args.threads, "seconds": round(sec, 3),
-                          "steps_per_second": round(args.steps / sec, 2), "final_loss": round(lo.item(), 6)}))
+    if not args.skip_check:
+        check(dump)
+    batches = authors_batches(dump["config"], 20, torch.Generator().manual_seed(0))
+    for p in (["float32", "float64"] if args.precision == "both" else [args.precision]):
+        time_training(dump["config"], getattr(torch, p), args.steps, args.threads, batches, False)
+        if args.loader:
+            time_training(dump["config"], getattr(torch, p), args.steps, args.threads, batches, True)
 
 
 if __name__ == "__main__":

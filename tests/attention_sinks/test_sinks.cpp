@@ -53,6 +53,33 @@ TEST_CASE("induction sequences: BOS, distinct tokens, query copy, successor as t
   }
 }
 
+TEST_CASE("induction sequences with query_last (the authors' data): k = n asks for the query itself") {
+  InductionTask t;
+  t.shift_query = true;
+  t.query_last = true;
+  auto e = hdat::rng::engine(15);
+  Batch b;
+  t.sample(e, 4000, b);
+  const int L = t.length(), n = t.n_tokens;
+  int last = 0;
+  for (int s = 0; s < b.B; ++s) {
+    const int* tok = &b.tokens[s * L];
+    const int q = tok[L - 1] - t.vocab;
+    const int k = int(std::find(tok + 1, tok + 1 + n, q) - tok);
+    REQUIRE(k >= 1);
+    REQUIRE(k <= n);
+    if (k == n) {
+      ++last;
+      CHECK(b.answer[s] == tok[L - 1]);  // the (shifted) query token
+    } else {
+      CHECK(b.answer[s] == tok[k + 1]);
+    }
+    CHECK(b.targets[s * L + L - 1] == b.answer[s]);
+  }
+  // k uniform over 1..n: the last token in 1/n of the sequences (binomial sd 0.0047 at 4000).
+  CHECK(std::abs(double(last) / b.B - 1.0 / n) < 0.02);
+}
+
 TEST_CASE("classification sequences: tokens of one group, then CLS") {
   ClassificationTask t;
   auto e = hdat::rng::engine(6);
@@ -95,8 +122,8 @@ TEST_CASE("metrics on hand-built maps: a pure BOS sink scores 1, uniform attenti
 
   // The uniform attention kind of the model produces exactly this map.
   RowMat q = RowMat::Random(L, 4), k = RowMat::Random(L, 4), v = RowMat::Random(L, 4), S(L, L), A(L, L), O(L, 4);
-  attention_head_forward(AttentionKind::softmax, true, 1e-9, q, k, v, S, A, O);
-  attention_head_forward(AttentionKind::uniform, true, 1e-9, q, k, v, S, A, O);
+  attention_head_forward<double>({AttentionKind::softmax, true, 1e-9}, q, k, v, S, A, O);
+  attention_head_forward<double>({AttentionKind::uniform, true, 1e-9}, q, k, v, S, A, O);
   CHECK(sink_score(A, 1, L - 3, 0) == doctest::Approx(share).epsilon(1e-14));
 
   // Unnormalised weights: the score is the share of the row mass, scale-free.
@@ -254,6 +281,54 @@ TEST_CASE("the sinks model through the registry: outputs, bad input") {
   bad({{"width", 17}, {"heads", 1}, {"positions", "concat"}});
   bad({{"task", "classification"}, {"n_tokens", 12}});
   bad({{"vocab", 8}, {"n_tokens", 10}});
+  bad({{"epochs", 2}, {"n_train", 0}});
+
+  // Epochs: 100 sequences in batches of 32 are 4 batches per epoch (the last of 4 sequences) with
+  // batching=epochs, and ceil(2·100/32) = 7 full batches for 2 epochs with cyclic batching.
+  for (auto [batching, steps] : {std::pair{"epochs", 8}, std::pair{"cyclic", 7}}) {
+    std::vector<std::pair<std::string, json>> e = {{"width", 16}, {"heads", 2}, {"epochs", 2}, {"batch", 32},
+                                                   {"n_train", 100}, {"n_eval", 20}, {"batching", batching},
+                                                   {"precision", "float32"}, {"query_last", true}};
+    const hdat::RunOutput o = m.commands.at("simulate")(hdat::resolve_for(m, json(), e), ctx);
+    CHECK(o.exit_code == 0);
+    CHECK(o.info.at("training").at("steps_done").get<int>() == steps);
+    CHECK(o.info.at("training").at("precision") == "float32");
+  }
+}
+
+TEST_CASE("sinks keys that apply only to some configurations: setting one elsewhere is an input error") {
+  hdat::Registry reg;
+  hdat::register_sinks(reg);
+  const hdat::ModelEntry& m = reg.get("sinks");
+  // The error names the key that does not apply (not the one that makes it not apply).
+  auto rejected_key = [&](std::vector<std::pair<std::string, json>> a) -> std::string {
+    try {
+      hdat::resolve_for(m, json(), a);
+    } catch (const hdat::InputError& e) {
+      return e.key();
+    }
+    return "";
+  };
+  CHECK(rejected_key({{"task", "classification"}, {"aux_weight", 0.3}}) == "aux_weight");
+  CHECK(rejected_key({{"task", "classification"}, {"shift_query", true}}) == "shift_query");
+  CHECK(rejected_key({{"task", "classification"}, {"query_last", true}}) == "query_last");
+  CHECK(rejected_key({{"task", "classification"}, {"vocab", 60}}) == "vocab");
+  CHECK(rejected_key({{"task", "classification"}, {"sink_threshold", 0.8}}) == "sink_threshold");
+  CHECK(rejected_key({{"flip_pairs", 10}}) == "flip_pairs");  // induction is the default task
+  CHECK(rejected_key({{"classes", 3}}) == "classes");
+  CHECK(rejected_key({{"group_size", 5}}) == "group_size");
+  CHECK(rejected_key({{"epochs", 2}, {"steps", 100}}) == "steps");
+  CHECK(rejected_key({{"n_train", 0}, {"batching", "epochs"}}) == "batching");
+  CHECK(rejected_key({{"attention", "softmax"}, {"norm_eps", 1e-6}}) == "norm_eps");
+  CHECK(rejected_key({{"attention", "linear_unnorm"}, {"norm_eps", 1e-6}}) == "norm_eps");
+  CHECK(rejected_key({{"attention", "relu_norm"}, {"norm_eps", 0.0}}) == "norm_eps");  // its row sum can vanish
+  // Where they apply they are accepted (aliases of the kinds included), and defaults never trip a condition.
+  CHECK(rejected_key({{"task", "classification"}, {"flip_pairs", 10}, {"classes", 3}}) == "");
+  CHECK(rejected_key({{"shift_query", true}, {"query_last", true}, {"aux_weight", 0.0}, {"sink_threshold", 0.8}}) == "");
+  CHECK(rejected_key({{"attention", "coupled_linear_norm"}, {"norm_eps", 0.0}}) == "");
+  CHECK(rejected_key({{"attention", "sigmoid_norm"}, {"norm_eps", 1e-6}}) == "");
+  CHECK(rejected_key({{"epochs", 2}, {"batching", "epochs"}}) == "");
+  CHECK(rejected_key({{"task", "classification"}}) == "");
 }
 
 TEST_CASE("study table pools the models above the accuracy threshold") {
@@ -276,4 +351,29 @@ TEST_CASE("study table pools the models above the accuracy threshold") {
   CHECK(t.number(1, "sink_share_sd") == doctest::Approx(std::sqrt(0.125)));
   CHECK(t.number(1, "sparsity") == doctest::Approx(0.7));
   CHECK(std::isnan(t.number(0, "sink_share")));  // no model above the threshold
+}
+
+TEST_CASE("protocol table: the figure's statistic over the runs above the accuracy threshold") {
+  hdat::Table sweep({"attention", "heads", "lr", "seed", "accuracy", "sink_heads", "status"});
+  sweep.add_row(std::vector<hdat::Cell>{"softmax", 4.0, 1e-3, 0.0, 0.99, 3.0, "ok"});
+  sweep.add_row(std::vector<hdat::Cell>{"softmax", 1.0, 1e-3, 1.0, 0.97, 1.0, "ok"});
+  sweep.add_row(std::vector<hdat::Cell>{"softmax", 8.0, 1e-2, 0.0, 0.50, 8.0, "ok"});     // below the threshold
+  sweep.add_row(std::vector<hdat::Cell>{"softmax", 2.0, 1e-4, 0.0, 0.99, 2.0, "error"});  // failed: not a run
+  sweep.add_row(std::vector<hdat::Cell>{"linear_unnorm", 2.0, 1e-3, 0.0, 0.96, 0.0, "ok"});
+  const hdat::Table t = protocol_table(sweep, 0.95);
+  REQUIRE(t.rows() == 2);
+  CHECK(t.text(0, "attention") == "softmax");  // the figure's order
+  CHECK(t.text(1, "authors_code") == "linear_unnorm");
+  CHECK(t.text(1, "figure_label") == "elu·elu");
+  CHECK(t.number(1, "normalised") == 0);
+  CHECK(t.number(0, "runs") == 3);
+  CHECK(t.number(0, "runs_above") == 2);
+  CHECK(t.number(0, "sink_share_mean") == doctest::Approx((0.75 + 1.0) / 2));  // mean of the per-run shares
+  CHECK(t.number(0, "sink_share_se") == doctest::Approx(std::sqrt(0.03125) / std::sqrt(2.0)));
+  CHECK(t.number(0, "sink_share_pooled") == doctest::Approx(4.0 / 5.0));      // sink heads / heads
+  CHECK(t.number(0, "share_h4") == doctest::Approx(0.75));
+  CHECK(std::isnan(t.number(0, "share_h8")));
+  CHECK(t.number(1, "sink_share_mean") == 0.0);
+  CHECK(authors_name("elu_norm").code == "coupled_linear_norm");
+  CHECK(authors_name("raw_dotproduct_unnorm").figure == "linear");
 }

@@ -31,7 +31,8 @@ void sample(const ExperimentOptions& o, rng::Engine& e, int B, Batch& out) {
 }
 
 // Predicted class at the scored (last) position of sequence b.
-int prediction(const RowMat& logits, int b, int L) {
+template <class Mat>
+int prediction(const Mat& logits, int b, int L) {
   Eigen::Index arg;
   logits.row(b * L + L - 1).maxCoeff(&arg);
   return int(arg);
@@ -45,7 +46,8 @@ struct Evaluation {
 };
 
 // Loss and accuracy on the evaluation set, in chunks; with `full` also the map metrics.
-Evaluation evaluate(Transformer& model, const ExperimentOptions& o, const Batch& eval, bool full) {
+template <class Model>
+Evaluation evaluate(Model& model, const ExperimentOptions& o, const Batch& eval, bool full) {
   const int L = eval.L, n = eval.B, layers = model.config().layers, H = model.config().heads;
   const int chunk = std::min(n, 256);
   Evaluation ev;
@@ -71,15 +73,15 @@ Evaluation evaluate(Transformer& model, const ExperimentOptions& o, const Batch&
     part.resize(B, L);
     for (int b = 0; b < B; ++b) part.copy_sequence(eval, start + b, b);
     // The batch weights are 1/(chunk B); rescale so that the loss is the mean over the whole set.
-    const RowMat& logits = model.forward(part.tokens, B, L);
-    loss_sum += cross_entropy(logits, part, nullptr) * B;
+    const auto& logits = model.forward(part.tokens, B, L);
+    loss_sum += cross_entropy<typename Model::Scalar>(logits, part, nullptr) * B;
     for (int b = 0; b < B; ++b) correct += prediction(logits, b, L) == part.answer[b];
     if (!full) continue;
     for (int l = 0; l < layers; ++l)
       for (int h = 0; h < H; ++h) {
         const int lh = l * H + h;
         for (int b = 0; b < B; ++b) {
-          const auto A = model.attention(l, b, h);
+          const RowMat A = model.attention(l, b, h).template cast<double>();
           ev.mean_maps[lh] += A;
           if (o.task == Task::induction) ev.sink[lh] += sink_score(A, 1, L - 3, 0);
           const double sp = sparsity_score(A, sparsity_rows);
@@ -106,7 +108,8 @@ Evaluation evaluate(Transformer& model, const ExperimentOptions& o, const Batch&
 // Token-flip test: the top-attended content token (of head (l, h), at CLS) of a sequence of class a
 // placed among the other n−1 content tokens of a sequence of class b, in random order. The flip rate
 // of the head is how often the model then predicts a.
-std::vector<double> flip_rates(Transformer& model, const ExperimentOptions& o, const Batch& eval,
+template <class Model>
+std::vector<double> flip_rates(Model& model, const ExperimentOptions& o, const Batch& eval,
                                const std::vector<int>& top_content) {
   const ClassificationTask& task = o.classification;
   const int L = eval.L, n = task.n_tokens, layers = model.config().layers, H = model.config().heads;
@@ -149,7 +152,7 @@ std::vector<double> flip_rates(Transformer& model, const ExperimentOptions& o, c
       task.set_sequence(mixed, j, content, p.ya);
       owner[j] = lh;
     }
-    const RowMat& logits = model.forward(mixed.tokens, B, L);
+    const auto& logits = model.forward(mixed.tokens, B, L);
     for (int j = 0; j < B; ++j) rate[owner[j]] += prediction(logits, j, L) == mixed.answer[j];
   }
   for (double& r : rate) r /= double(pairs.size());
@@ -158,7 +161,8 @@ std::vector<double> flip_rates(Transformer& model, const ExperimentOptions& o, c
 
 // Attention maps of the first sequences of the evaluation set in the geometry file format:
 // induction: every query t with its visible keys 0 .. t; classification: the CLS query, all keys.
-nlohmann::json export_maps(Transformer& model, const ExperimentOptions& o, const Batch& eval) {
+template <class Model>
+nlohmann::json export_maps(Model& model, const ExperimentOptions& o, const Batch& eval) {
   const int count = std::min(o.export_sequences, eval.B);
   nlohmann::json maps = nlohmann::json::array();
   if (count <= 0) return {{"maps", maps}};
@@ -178,7 +182,7 @@ nlohmann::json export_maps(Transformer& model, const ExperimentOptions& o, const
           const int visible = model.config().causal ? t + 1 : L;
           std::vector<double> alpha(A.row(t).data(), A.row(t).data() + visible);
           std::vector<std::vector<double>> values(visible);
-          for (int i = 0; i < visible; ++i) values[i].assign(V.row(i).data(), V.row(i).data() + V.cols());
+          for (int i = 0; i < visible; ++i) values[i].assign(V.row(i).data(), V.row(i).data() + V.cols());  // (to double)
           nlohmann::json m = {{"document", b}, {"layer", l}, {"head", h}, {"query", t}, {"alpha", alpha},
                               {"values", values}};
           if (o.task == Task::induction) m["sink"] = 0;
@@ -190,43 +194,51 @@ nlohmann::json export_maps(Transformer& model, const ExperimentOptions& o, const
 
 }  // namespace
 
-AdamW::AdamW(int n, const AdamWOptions& options)
-    : o_(options), m_(Eigen::VectorXd::Zero(n)), v_(Eigen::VectorXd::Zero(n)) {}
+template <class T>
+BasicAdamW<T>::BasicAdamW(int n, const AdamWOptions& options)
+    : o_(options), m_(VecT<T>::Zero(n)), v_(VecT<T>::Zero(n)) {}
 
-void AdamW::step(Eigen::VectorXd& theta, const Eigen::VectorXd& grad) {
+template <class T>
+void BasicAdamW<T>::step(VecT<T>& theta, const VecT<T>& grad) {
   ++t_;
   const double bc1 = 1.0 - std::pow(o_.beta1, double(t_)), bc2 = 1.0 - std::pow(o_.beta2, double(t_));
-  const double step = o_.lr / bc1, decay = 1.0 - o_.lr * o_.weight_decay, rbc2 = 1.0 / std::sqrt(bc2);
-  const double b1 = o_.beta1, b2 = o_.beta2, eps = o_.eps;
-  double* th = theta.data();
-  double* m = m_.data();
-  double* v = v_.data();
-  const double* g = grad.data();
+  const T step = T(o_.lr / bc1), decay = T(1.0 - o_.lr * o_.weight_decay), rbc2 = T(1.0 / std::sqrt(bc2));
+  const T b1 = T(o_.beta1), b2 = T(o_.beta2), eps = T(o_.eps);
+  T* th = theta.data();
+  T* m = m_.data();
+  T* v = v_.data();
+  const T* g = grad.data();
   for (Eigen::Index i = 0; i < theta.size(); ++i) {
     th[i] *= decay;
-    m[i] = b1 * m[i] + (1.0 - b1) * g[i];
-    v[i] = b2 * v[i] + (1.0 - b2) * g[i] * g[i];
+    m[i] = b1 * m[i] + (T(1) - b1) * g[i];
+    v[i] = b2 * v[i] + (T(1) - b2) * g[i] * g[i];
     th[i] -= step * m[i] / (std::sqrt(v[i]) * rbc2 + eps);
   }
 }
 
-double cross_entropy(const RowMat& logits, const Batch& batch, RowMat* dlogits) {
+template <class T>
+double cross_entropy(const RowMatT<T>& logits, const Batch& batch, std::type_identity_t<RowMatT<T>>* dlogits) {
   if (dlogits) dlogits->setZero(logits.rows(), logits.cols());
   double loss = 0;
   for (Eigen::Index r = 0; r < logits.rows(); ++r) {
     const int target = batch.targets[r];
     const double w = batch.weights[r];
     if (target < 0 || w == 0.0) continue;
-    const double m = logits.row(r).maxCoeff();
-    const double lse = m + std::log((logits.row(r).array() - m).exp().sum());
-    loss += w * (lse - logits(r, target));
+    const T m = logits.row(r).maxCoeff();
+    const T lse = m + std::log((logits.row(r).array() - m).exp().sum());
+    loss += w * double(lse - logits(r, target));
     if (dlogits) {
-      dlogits->row(r) = w * (logits.row(r).array() - lse).exp().matrix();
-      (*dlogits)(r, target) -= w;
+      dlogits->row(r).array() = T(w) * (logits.row(r).array() - lse).exp();
+      (*dlogits)(r, target) -= T(w);
     }
   }
   return loss;
 }
+
+template class BasicAdamW<double>;
+template class BasicAdamW<float>;
+template double cross_entropy<double>(const RowMatT<double>&, const Batch&, RowMatT<double>*);
+template double cross_entropy<float>(const RowMatT<float>&, const Batch&, RowMatT<float>*);
 
 Config model_config(const ExperimentOptions& o) {
   Config c = o.model;
@@ -241,31 +253,36 @@ Config model_config(const ExperimentOptions& o) {
   return c;
 }
 
-ExperimentResult run_experiment(const ExperimentOptions& o) {
+namespace {
+
+template <class T>
+ExperimentResult train_and_evaluate(const ExperimentOptions& o) {
   if (o.task == Task::induction)
     o.induction.check();
   else
     o.classification.check();
   ExperimentResult res;
-  Transformer model(model_config(o));
+  BasicTransformer<T> model(model_config(o));
   res.n_parameters = model.n_parameters();
   {
     rng::Engine init = rng::engine(o.seed, 0, rng::student_init);
     model.initialize(init);
   }
+  if (o.on_initialised) o.on_initialised(model.layout(), model.theta().template cast<double>());
   const int L = task_length(o);
   rng::Engine data = rng::engine(o.seed, 0, rng::training_data);
   rng::Engine test = rng::engine(o.seed, 0, rng::test_set);
   Batch eval, pool, batch;
   sample(o, test, o.n_eval, eval);
+  if (o.on_evaluation_set) o.on_evaluation_set(eval);
   if (o.n_train > 0) sample(o, data, o.n_train, pool);
   std::vector<int> order(std::max(o.n_train, 0));
   std::iota(order.begin(), order.end(), 0);
   std::size_t next = order.size();  // position in the current epoch; reshuffle when exhausted
 
-  AdamW adam(model.n_parameters(), o.adam);
-  Eigen::VectorXd grad(model.n_parameters());
-  RowMat dlogits;
+  BasicAdamW<T> adam(model.n_parameters(), o.adam);
+  VecT<T> grad(model.n_parameters());
+  RowMatT<T> dlogits;
   res.curve = Table({"step", "train_loss", "eval_loss", "accuracy"});
   auto checkpoint = [&](long step, double train_loss) {
     const Evaluation ev = evaluate(model, o, eval, false);
@@ -284,20 +301,25 @@ ExperimentResult run_experiment(const ExperimentOptions& o) {
       break;
     }
     if (o.n_train > 0) {
-      batch.resize(o.batch, L);
-      for (int b = 0; b < o.batch; ++b) {
-        if (next >= order.size()) {
-          for (std::size_t i = order.size() - 1; i > 0; --i)
-            std::swap(order[i], order[uniform_int(data, 0, int(i))]);
-          next = 0;
-        }
+      // cyclic: a full batch, reshuffling mid-batch when the pool is used up; epochs: reshuffle only
+      // at the start of a batch, so that the last batch of an epoch takes what is left.
+      auto reshuffle = [&] {
+        for (std::size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[uniform_int(data, 0, int(i))]);
+        next = 0;
+      };
+      if (o.batching == Batching::epochs && next >= order.size()) reshuffle();
+      const int B = o.batching == Batching::epochs ? int(std::min<std::size_t>(o.batch, order.size() - next)) : o.batch;
+      batch.resize(B, L);
+      for (int b = 0; b < B; ++b) {
+        if (next >= order.size()) reshuffle();
         batch.copy_sequence(pool, order[next++], b);
       }
     } else {
       sample(o, data, o.batch, batch);
     }
-    const RowMat& logits = model.forward(batch.tokens, o.batch, L);
-    const double loss = cross_entropy(logits, batch, &dlogits);
+    if (o.on_batch) o.on_batch(step, batch);
+    const auto& logits = model.forward(batch.tokens, batch.B, L);
+    const double loss = cross_entropy<T>(logits, batch, &dlogits);
     if (!std::isfinite(loss)) {
       res.status = "diverged";
       break;
@@ -346,12 +368,19 @@ ExperimentResult run_experiment(const ExperimentOptions& o) {
       }
     }
   res.sink_share = o.task == Task::induction ? share_above(last_sink, o.sink_threshold) : kNaN;
+  res.sink_heads = o.task == Task::induction ? int(std::lround(res.sink_share * H)) : 0;
   res.sink_score_mean =
       o.task == Task::induction ? std::accumulate(last_sink.begin(), last_sink.end(), 0.0) / double(H) : kNaN;
   res.sparsity_mean = sp_n ? sp_sum / sp_n : kNaN;
   res.flip_rate_mean = o.task == Task::classification ? flip_sum / H : kNaN;
   res.maps = export_maps(model, o, eval);
   return res;
+}
+
+}  // namespace
+
+ExperimentResult run_experiment(const ExperimentOptions& o) {
+  return o.precision == Precision::float32 ? train_and_evaluate<float>(o) : train_and_evaluate<double>(o);
 }
 
 }  // namespace hdat::sinks

@@ -14,7 +14,7 @@ double sink_score(const ConstMapRef& A, int first_row, int last_row, int sink) {
     on_sink += A(i, sink);
     total += A.row(i).sum();
   }
-  return total > 0 ? on_sink / total : 0.0;
+  return total != 0 ? on_sink / total : 0.0;  // signed weights (raw_dotproduct): any sign, as the authors' ratio
 }
 
 double sparsity_score(const ConstMapRef& A, const std::vector<int>& rows) {

@@ -25,8 +25,12 @@ ParamSet sinks_params() {
   ParamSet p;
   p.choice("task", "induction", {"induction", "classification"}, "induction heads or token-group classification");
   p.choice("attention", "softmax", attention_names(),
-           "attention kind: softmax; sigmoid/linear(elu+1 features)/elu/relu with (_norm) or without (_unnorm) row "
-           "normalisation; square_norm, abs_norm (value-softmax normalisations); uniform (control)");
+           "attention kind: softmax; sigmoid / linear (elu+1 features) / elu (elu+1 of the score; alias "
+           "coupled_linear) / relu with (_norm) or without (_unnorm) row normalisation; raw_dotproduct (the score, "
+           "_norm: divided by max(|row sum|, 1)); square_norm, abs_norm (value-softmax normalisations); uniform (control)");
+  p.choice("precision", "float64", {"float64", "float32"},
+           "scalar type of parameters and activations: float64 (reference) or float32 (about 3x faster; the authors' "
+           "PyTorch precision)");
   p.integer("layers", 2, "transformer blocks", Range::between(1, 16));
   p.integer("width", 64, "model width d (heads divide it)", Range::between(2, 1024));
   p.integer("heads", 4, "attention heads per block", Range::between(1, 64));
@@ -35,13 +39,34 @@ ParamSet sinks_params() {
            "learned positional embedding added, concatenated (half the width each) or none; auto: concat for "
            "induction, none for classification (the authors' settings)");
   p.boolean("causal", json(), "causal attention mask (unset: true for induction, false for classification)");
-  p.integer("vocab", 50, "induction: token ids incl. BOS = 0", Range::between(3, 100000));
+  p.integer("vocab", 50, "induction: token ids incl. BOS = 0", Range::between(3, 100000)).when_in("task", {"induction"});
   p.integer("n_tokens", 10, "distinct tokens per sequence (both tasks)", Range::between(2, 1000));
-  p.boolean("shift_query", false, "induction: the query copy uses a separate id range (q = t_k + vocab)");
-  p.real("aux_weight", 0.2, "induction: weight of the next-token loss at the earlier positions", Range::nonnegative());
-  p.integer("classes", 4, "classification: number of token groups (labels)", Range::between(2, 1000));
-  p.integer("group_size", 10, "classification: token ids per group", Range::between(2, 10000));
-  p.integer("steps", 3000, "AdamW steps", Range::between(0, 10000000));
+  p.boolean("shift_query", false, "induction: the query copy uses a separate id range (q = t_k + vocab)")
+      .when_in("task", {"induction"});
+  p.boolean("query_last", false,
+            "induction: the query may copy the last token t_n (1/n of the sequences), whose target is then the query "
+            "token itself (the authors' data); false: k < n, the successor always exists")
+      .when_in("task", {"induction"});
+  p.real("aux_weight", 0.2, "induction: weight of the next-token loss at the earlier positions", Range::nonnegative())
+      .when_in("task", {"induction"});
+  p.integer("classes", 4, "classification: number of token groups (labels)", Range::between(2, 1000))
+      .when_in("task", {"classification"});
+  p.integer("group_size", 10, "classification: token ids per group", Range::between(2, 10000))
+      .when_in("task", {"classification"});
+  p.integer("steps", 3000, "AdamW steps (batches)", Range::between(0, 10000000))
+      .when("epochs is 0 (epochs > 0 sets the number of steps)", [](const Params& q) { return q.integer("epochs") == 0; },
+            {"epochs"});
+  p.integer("epochs", 0,
+            "if > 0: train this many passes over the n_train pool instead of `steps` (steps = epochs x batches per "
+            "epoch: ceil(n_train/batch) with batching=epochs)",
+            Range::between(0, 100000))
+      .when("n_train > 0 (epochs of a training pool)", [](const Params& q) { return q.integer("n_train") > 0; },
+            {"n_train"});
+  p.choice("batching", "cyclic", {"cyclic", "epochs"},
+           "cyclic: every batch full, the pool reshuffled whenever used up (batches may span epochs); epochs: one "
+           "permutation per epoch, the last batch short (n_train mod batch), as PyTorch's DataLoader(shuffle=True)")
+      .when("n_train > 0 (batches drawn from a training pool)", [](const Params& q) { return q.integer("n_train") > 0; },
+            {"n_train"});
   p.integer("batch", 64, "sequences per step", Range::between(1, 100000));
   p.real("lr", 1e-3, "AdamW learning rate", Range::positive());
   p.real("weight_decay", 0.01, "AdamW decoupled weight decay (PyTorch default)", Range::nonnegative());
@@ -52,13 +77,22 @@ ParamSet sinks_params() {
             Range::between(0, 100000000));
   p.integer("n_eval", 1000, "evaluation sequences (separate random stream)", Range::between(1, 10000000));
   p.integer("eval_every", 250, "steps between points of the training curve", Range::between(1, 10000000));
-  p.integer("flip_pairs", 500, "classification: sequence pairs of the token-flip test", Range::between(0, 1000000));
+  p.integer("flip_pairs", 500, "classification: sequence pairs of the token-flip test", Range::between(0, 1000000))
+      .when_in("task", {"classification"});
   p.integer("export_sequences", 2, "evaluation sequences whose attention maps go to attention_maps.json",
             Range::between(0, 100000));
   p.integer("seed", 0, "seed of initialisation, training data and evaluation set", Range::between(0, 1e15));
-  p.real("sink_threshold", 0.9, "a head is a sink head when its sink score exceeds this", Range::between(0, 1));
+  p.real("sink_threshold", 0.9, "induction: a head is a sink head when its sink score exceeds this", Range::between(0, 1))
+      .when_in("task", {"induction"});
   p.real("accuracy_threshold", 0.95, "models above this accuracy count in the sink statistics", Range::between(0, 1));
-  p.real("norm_eps", 1e-9, "epsilon added to the row sum of relu_norm, square_norm, abs_norm", Range::positive());
+  std::vector<std::string> row_sum_kinds;
+  for (const auto& k : attention_names())
+    if (has_row_sum(parse_attention(k))) row_sum_kinds.push_back(k);
+  p.real("norm_eps", 1e-9,
+         "epsilon added to the row sum of the f/sum f kinds (the authors' 1e-9); 0 allowed where f > 0 (sigmoid, "
+         "linear, elu), > 0 needed where the sum can vanish (relu, square, abs)",
+         Range::nonnegative())
+      .when_in("attention", row_sum_kinds);
   return p;
 }
 
@@ -69,6 +103,7 @@ ExperimentOptions options_from(const Params& p) {
   o.induction.vocab = int(p.integer("vocab"));
   o.induction.n_tokens = int(p.integer("n_tokens"));
   o.induction.shift_query = p.boolean("shift_query");
+  o.induction.query_last = p.boolean("query_last");
   o.induction.aux_weight = p.real("aux_weight");
   o.classification.classes = int(p.integer("classes"));
   o.classification.group_size = int(p.integer("group_size"));
@@ -83,10 +118,16 @@ ExperimentOptions options_from(const Params& p) {
   c.causal = p.has("causal") ? p.boolean("causal") : induction;
   c.attention = parse_attention(p.text("attention"));
   c.norm_eps = p.real("norm_eps");
+  o.precision = p.text("precision") == "float32" ? Precision::float32 : Precision::float64;
   o.adam = {p.real("lr"), p.real("beta1"), p.real("beta2"), p.real("adam_eps"), p.real("weight_decay")};
-  o.steps = int(p.integer("steps"));
   o.batch = int(p.integer("batch"));
   o.n_train = int(p.integer("n_train"));
+  o.batching = p.text("batching") == "epochs" ? Batching::epochs : Batching::cyclic;
+  o.steps = int(p.integer("steps"));
+  if (const long epochs = p.integer("epochs"); epochs > 0 && o.n_train > 0) {
+    const long per_epoch = o.batching == Batching::epochs ? (o.n_train + o.batch - 1) / o.batch : 0;
+    o.steps = int(o.batching == Batching::epochs ? epochs * per_epoch : (epochs * o.n_train + o.batch - 1) / o.batch);
+  }
   o.n_eval = int(p.integer("n_eval"));
   o.eval_every = int(p.integer("eval_every"));
   o.flip_pairs = int(p.integer("flip_pairs"));
@@ -101,6 +142,8 @@ void check_params(const Params& p) {
   const int width = int(p.integer("width")), heads = int(p.integer("heads"));
   if (width % heads != 0) throw InputError("heads", fmt::format("must divide width ({})", width));
   const ExperimentOptions o = options_from(p);
+  if (row_sum_can_vanish(o.model.attention) && !(o.model.norm_eps > 0))
+    throw InputError("norm_eps", "must be > 0 for " + p.text("attention") + " (its row sum can vanish)");
   if (o.model.positions == Positions::concat && width % 2 != 0)
     throw InputError("width", "must be even with concatenated positions");
   if (o.task == Task::induction) {
@@ -144,6 +187,8 @@ RunOutput simulate(const Params& p, RunContext& ctx) {
                           {"steps_per_second", r.steps_per_second},
                           {"n_parameters", r.n_parameters},
                           {"threads", threads},
+                          {"precision", p.text("precision")},
+                          {"steps", o.steps},
                           {"positions", positions_name(c.positions)},
                           {"causal", c.causal},
                           {"mlp_hidden", c.mlp_hidden}};
@@ -185,6 +230,9 @@ RunOutput simulate(const Params& p, RunContext& ctx) {
   s["sink_layer"] = c.layers - 1;
   s["sink_score"] = head_matrix(r, c.layers, c.heads, &HeadMetrics::sink_score);
   s["sink_share"] = finite_or_null(r.sink_share);
+  s["sink_heads"] = r.sink_heads;
+  s["lr"] = o.adam.lr;
+  s["precision"] = p.text("precision");
   s["sink_score_mean"] = finite_or_null(r.sink_score_mean);
   s["sparsity"] = head_matrix(r, c.layers, c.heads, &HeadMetrics::sparsity);
   s["sparsity_mean"] = finite_or_null(r.sparsity_mean);
@@ -196,6 +244,9 @@ RunOutput simulate(const Params& p, RunContext& ctx) {
   out.info["observables"] = {{"accuracy", r.accuracy},
                              {"eval_loss", r.eval_loss},
                              {"sink_share", finite_or_null(r.sink_share)},
+                             {"sink_heads", o.task == Task::induction ? json(r.sink_heads) : json()},
+                             {"heads", c.heads},
+                             {"above_accuracy_threshold", r.above_accuracy ? 1 : 0},
                              {"sink_score", finite_or_null(r.sink_score_mean)},
                              {"sparsity", finite_or_null(r.sparsity_mean)},
                              {"flip_rate", finite_or_null(r.flip_rate_mean)},

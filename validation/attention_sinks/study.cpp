@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <array>
 #include <iterator>
 #include <map>
+#include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "hdat/core/output.hpp"
@@ -89,6 +92,118 @@ Table runs_table(const std::vector<json>& records, const std::vector<std::string
                                 number_or_nan(r, "sparsity_mean"), number_or_nan(r, "flip_rate_mean")});
   }
   return t;
+}
+
+AuthorsName authors_name(const std::string& kind) {
+  static const std::map<std::string, AuthorsName> names = {
+      {"softmax", {"softmax", "softmax", true}},
+      {"sigmoid_norm", {"sigmoid_norm", "sigmoid", true}},
+      {"sigmoid_unnorm", {"sigmoid_unnorm", "sigmoid", false}},
+      {"elu_norm", {"coupled_linear_norm", "elu", true}},
+      {"coupled_linear_norm", {"coupled_linear_norm", "elu", true}},
+      {"elu_unnorm", {"coupled_linear_unnorm", "elu", false}},
+      {"coupled_linear_unnorm", {"coupled_linear_unnorm", "elu", false}},
+      {"linear_norm", {"linear", "elu·elu", true}},
+      {"linear_unnorm", {"linear_unnorm", "elu·elu", false}},
+      {"raw_dotproduct_norm", {"raw_dotproduct_norm", "linear", true}},
+      {"raw_dotproduct_unnorm", {"raw_dotproduct_unnorm", "linear", false}},
+      {"uniform", {"uniform", "", true}},
+  };
+  const auto it = names.find(kind);
+  return it == names.end() ? AuthorsName{"", "", kind.find("_unnorm") == std::string::npos} : it->second;
+}
+
+std::vector<std::string> protocol_kinds() {
+  return {"softmax",       "sigmoid_norm",  "sigmoid_unnorm",      "elu_norm",
+          "elu_unnorm",    "linear_norm",   "linear_unnorm",       "raw_dotproduct_norm",
+          "raw_dotproduct_unnorm"};
+}
+
+Table protocol_table(const Table& sweep, double accuracy_threshold) {
+  for (const char* c : {"attention", "heads", "status", "accuracy", "sink_heads"})
+    if (!sweep.has_column(c)) throw std::invalid_argument(fmt::format("protocol table: sweep table has no column '{}'", c));
+  struct Group {
+    int runs = 0, above = 0, sink_heads = 0, heads = 0;
+    std::vector<double> shares;
+    std::map<int, std::pair<int, int>> by_heads;  // H -> (sink heads, heads) over the runs above
+  };
+  std::map<std::string, Group> groups;
+  std::vector<std::string> order;  // first appearance
+  std::set<int> head_counts;
+  for (std::size_t i = 0; i < sweep.rows(); ++i) {
+    if (sweep.text(i, "status") != "ok") continue;
+    const std::string kind = sweep.text(i, "attention");
+    if (!groups.count(kind)) order.push_back(kind);
+    Group& g = groups[kind];
+    ++g.runs;
+    const int H = int(sweep.number(i, "heads"));
+    head_counts.insert(H);
+    const double acc = sweep.number(i, "accuracy");
+    if (!(acc > accuracy_threshold)) continue;
+    const int sinks = int(std::lround(sweep.number(i, "sink_heads")));
+    ++g.above;
+    g.sink_heads += sinks;
+    g.heads += H;
+    g.shares.push_back(double(sinks) / H);
+    g.by_heads[H].first += sinks;
+    g.by_heads[H].second += H;
+  }
+  std::vector<std::string> cols = {"attention", "authors_code", "figure_label", "normalised", "runs", "runs_above",
+                                   "sink_share_mean", "sink_share_se", "sink_share_pooled", "sink_heads", "heads"};
+  for (int H : head_counts) cols.push_back(fmt::format("share_h{}", H));
+  Table t(cols);
+  // The figure's order first, then any other kind.
+  std::vector<std::string> kinds;
+  for (const auto& k : protocol_kinds())
+    if (groups.count(k)) kinds.push_back(k);
+  for (const auto& k : order)
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+  for (const auto& k : kinds) {
+    const Group& g = groups.at(k);
+    const auto [mean, sd] = mean_sd(g.shares);
+    const AuthorsName a = authors_name(k);
+    std::vector<Cell> row = {k, a.code, a.figure, a.normalised ? 1.0 : 0.0, double(g.runs), double(g.above), mean,
+                             g.above > 1 ? sd / std::sqrt(double(g.above)) : kNaN,
+                             g.heads ? double(g.sink_heads) / g.heads : kNaN, double(g.sink_heads), double(g.heads)};
+    for (int H : head_counts) {
+      const auto it = g.by_heads.find(H);
+      row.push_back(it == g.by_heads.end() ? kNaN : double(it->second.first) / it->second.second);
+    }
+    t.add_row(row);
+  }
+  return t;
+}
+
+void plot_protocol(const Table& t, const std::filesystem::path& stem) {
+  // One x position per figure label (softmax, sigmoid, elu, elu·elu, linear), the normalised kind a
+  // little left of it and the unnormalised one a little right, as the paper's paired bars.
+  std::vector<std::string> labels;
+  plot::Series norm{"with normalisation", {}, {}, {}, plot::Style::errorbars, 0};
+  plot::Series unnorm{"without normalisation", {}, {}, {}, plot::Style::errorbars, 1};
+  std::string ticks;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    const std::string label = t.text(i, "figure_label").empty() ? t.text(i, "attention") : t.text(i, "figure_label");
+    auto it = std::find(labels.begin(), labels.end(), label);
+    if (it == labels.end()) it = labels.insert(labels.end(), label);
+    const double x = double(it - labels.begin()) + 1;
+    const bool normalised = t.number(i, "normalised") != 0;
+    plot::Series& s = normalised ? norm : unnorm;
+    s.x.push_back(x + (normalised ? -0.12 : 0.12));
+    s.y.push_back(t.number(i, "sink_share_mean"));
+    const double se = t.number(i, "sink_share_se");
+    s.yerr.push_back(std::isfinite(se) ? se : 0.0);
+  }
+  for (std::size_t i = 0; i < labels.size(); ++i) ticks += fmt::format("{}{}", i ? ", " : "", labels[i]);
+  plot::Figure fig;
+  fig.title = "share of sink heads in layer 2, runs above the accuracy threshold (mean +- s.e. over runs)";
+  fig.columns = 1;
+  plot::Panel p{"", "attention kind, left to right: " + ticks, "share of sink heads", false, false, {}, {},
+                std::pair<double, double>{0.5, double(labels.size()) + 0.5}, std::pair<double, double>{-0.02, 1.05}};
+  p.series = {norm, unnorm};
+  p.legend = "top right";
+  fig.panels = {p};
+  fig.panel_width = 720;
+  plot::render(fig, stem);
 }
 
 namespace {

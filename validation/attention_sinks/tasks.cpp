@@ -51,9 +51,9 @@ void InductionTask::sample(rng::Engine& engine, int B, Batch& out) const {
   const double w_main = 1.0 / B, w_aux = aux_weight / (double(B) * (L - 1));
   for (int b = 0; b < B; ++b) {
     draw_distinct(engine, pool, n);
-    const int k = uniform_int(engine, 1, n - 1);  // q = t_k, 1-based
+    const int k = uniform_int(engine, 1, query_last ? n : n - 1);  // q = t_k, 1-based
     const int q = pool[k - 1] + (shift_query ? vocab : 0);
-    const int c = pool[k];
+    const int c = k < n ? pool[k] : q;  // the successor t_{k+1}; past the end, the query itself
     int* tok = &out.tokens[b * L];
     int* tgt = &out.targets[b * L];
     double* w = &out.weights[b * L];

@@ -4,8 +4,10 @@
 
 #include <boost/random/normal_distribution.hpp>
 #include <boost/random/uniform_real_distribution.hpp>
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <unsupported/Eigen/SpecialFunctions>
 
 #include "hdat/core/error.hpp"
 
@@ -17,70 +19,97 @@ struct KindInfo {
   AttentionKind kind;
   const char* name;
 };
+// hdat's names first (attention_name returns the first match), then the authors' aliases.
 constexpr KindInfo kKinds[] = {
-    {AttentionKind::softmax, "softmax"},         {AttentionKind::sigmoid_norm, "sigmoid_norm"},
-    {AttentionKind::sigmoid_unnorm, "sigmoid_unnorm"}, {AttentionKind::linear_norm, "linear_norm"},
-    {AttentionKind::linear_unnorm, "linear_unnorm"},   {AttentionKind::elu_norm, "elu_norm"},
-    {AttentionKind::elu_unnorm, "elu_unnorm"},         {AttentionKind::relu_norm, "relu_norm"},
-    {AttentionKind::relu_unnorm, "relu_unnorm"},       {AttentionKind::square_norm, "square_norm"},
-    {AttentionKind::abs_norm, "abs_norm"},             {AttentionKind::uniform, "uniform"},
+    {AttentionKind::softmax, "softmax"},
+    {AttentionKind::sigmoid_norm, "sigmoid_norm"},
+    {AttentionKind::sigmoid_unnorm, "sigmoid_unnorm"},
+    {AttentionKind::linear_norm, "linear_norm"},
+    {AttentionKind::linear_unnorm, "linear_unnorm"},
+    {AttentionKind::elu_norm, "elu_norm"},
+    {AttentionKind::elu_unnorm, "elu_unnorm"},
+    {AttentionKind::raw_dotproduct_norm, "raw_dotproduct_norm"},
+    {AttentionKind::raw_dotproduct_unnorm, "raw_dotproduct_unnorm"},
+    {AttentionKind::relu_norm, "relu_norm"},
+    {AttentionKind::relu_unnorm, "relu_unnorm"},
+    {AttentionKind::square_norm, "square_norm"},
+    {AttentionKind::abs_norm, "abs_norm"},
+    {AttentionKind::uniform, "uniform"},
+    {AttentionKind::elu_norm, "coupled_linear_norm"},
+    {AttentionKind::elu_unnorm, "coupled_linear_unnorm"},
 };
 
 bool is_linear_kernel(AttentionKind k) {
   return k == AttentionKind::linear_norm || k == AttentionKind::linear_unnorm;
 }
 
-// ε in the row sum only where f can vanish on a whole row (relu, square, abs); the other f are > 0.
-double row_eps(AttentionKind k, double norm_eps) {
-  return (k == AttentionKind::relu_norm || k == AttentionKind::square_norm || k == AttentionKind::abs_norm) ? norm_eps
-                                                                                                           : 0.0;
-}
-
 double sigmoid(double s) { return s >= 0 ? 1.0 / (1.0 + std::exp(-s)) : std::exp(s) / (1.0 + std::exp(s)); }
 
-// The element-wise map f of a score and its derivative f'.
-inline double f_of(AttentionKind k, double s) {
+// The element-wise map f of a score and its derivative f' (the kinds of the form f or f/Σf).
+template <class T>
+inline T f_of(AttentionKind k, T s) {
   switch (k) {
     case AttentionKind::sigmoid_norm:
-    case AttentionKind::sigmoid_unnorm: return sigmoid(s);
+    case AttentionKind::sigmoid_unnorm: return T(sigmoid(double(s)));
     case AttentionKind::elu_norm:
-    case AttentionKind::elu_unnorm: return s > 0 ? s + 1.0 : std::exp(s);
+    case AttentionKind::elu_unnorm: return s > 0 ? s + T(1) : std::exp(s);
     case AttentionKind::relu_norm:
-    case AttentionKind::relu_unnorm: return s > 0 ? s : 0.0;
+    case AttentionKind::relu_unnorm: return s > 0 ? s : T(0);
     case AttentionKind::square_norm: return s * s;
     case AttentionKind::abs_norm: return std::abs(s);
     case AttentionKind::linear_norm:
-    case AttentionKind::linear_unnorm: return s;  // the kernel φ(q)·φ(k) is already the weight
-    default: return 0.0;
+    case AttentionKind::linear_unnorm:
+    case AttentionKind::raw_dotproduct_norm:
+    case AttentionKind::raw_dotproduct_unnorm: return s;  // the score (or kernel φ(q)·φ(k)) is the weight
+    default: return T(0);
   }
 }
-inline double fprime_of(AttentionKind k, double s) {
+template <class T>
+inline T fprime_of(AttentionKind k, T s) {
   switch (k) {
     case AttentionKind::sigmoid_norm:
     case AttentionKind::sigmoid_unnorm: {
-      const double sg = sigmoid(s);
-      return sg * (1.0 - sg);
+      const T sg = T(sigmoid(double(s)));
+      return sg * (T(1) - sg);
     }
     case AttentionKind::elu_norm:
-    case AttentionKind::elu_unnorm: return s > 0 ? 1.0 : std::exp(s);
+    case AttentionKind::elu_unnorm: return s > 0 ? T(1) : std::exp(s);
     case AttentionKind::relu_norm:
-    case AttentionKind::relu_unnorm: return s > 0 ? 1.0 : 0.0;
-    case AttentionKind::square_norm: return 2.0 * s;
-    case AttentionKind::abs_norm: return s > 0 ? 1.0 : (s < 0 ? -1.0 : 0.0);
-    case AttentionKind::linear_norm:
-    case AttentionKind::linear_unnorm: return 1.0;
-    default: return 0.0;
+    case AttentionKind::relu_unnorm: return s > 0 ? T(1) : T(0);
+    case AttentionKind::square_norm: return T(2) * s;
+    case AttentionKind::abs_norm: return s > 0 ? T(1) : (s < 0 ? T(-1) : T(0));
+    default: return T(1);
   }
 }
 
-// φ(x) = elu(x) + 1 (positive feature map of linear attention) and φ'(x).
-inline double phi(double x) { return x > 0 ? x + 1.0 : std::exp(x); }
-inline double phi_prime(double x) { return x > 0 ? 1.0 : std::exp(x); }
+// φ(x) = elu(x) + 1 (positive feature map of linear attention) and φ'(x), on whole blocks.
+template <class Derived>
+auto phi(const Eigen::ArrayBase<Derived>& x) {
+  using T = typename Derived::Scalar;
+  return (x > T(0)).select(x + T(1), x.exp());
+}
+template <class Derived>
+auto phi_prime(const Eigen::ArrayBase<Derived>& x) {
+  using T = typename Derived::Scalar;
+  return (x > T(0)).select(T(1), x.exp());
+}
 
-Eigen::Map<Eigen::MatrixXd> mat(double* base, const Block& b) { return {base + b.offset, b.rows, b.cols}; }
-Eigen::Map<const Eigen::MatrixXd> mat(const double* base, const Block& b) { return {base + b.offset, b.rows, b.cols}; }
-Eigen::Map<Eigen::VectorXd> vec(double* base, const Block& b) { return {base + b.offset, b.rows * b.cols}; }
-Eigen::Map<const Eigen::VectorXd> vec(const double* base, const Block& b) { return {base + b.offset, b.rows * b.cols}; }
+template <class T>
+Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> mat(T* base, const Block& b) {
+  return {base + b.offset, b.rows, b.cols};
+}
+template <class T>
+Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> mat(const T* base, const Block& b) {
+  return {base + b.offset, b.rows, b.cols};
+}
+template <class T>
+Eigen::Map<VecT<T>> vec(T* base, const Block& b) {
+  return {base + b.offset, b.rows * b.cols};
+}
+template <class T>
+Eigen::Map<const VecT<T>> vec(const T* base, const Block& b) {
+  return {base + b.offset, b.rows * b.cols};
+}
 
 }  // namespace
 
@@ -109,10 +138,30 @@ bool is_normalised(AttentionKind k) {
     case AttentionKind::sigmoid_unnorm:
     case AttentionKind::linear_unnorm:
     case AttentionKind::elu_unnorm:
+    case AttentionKind::raw_dotproduct_unnorm:
     case AttentionKind::relu_unnorm: return false;
     default: return true;
   }
 }
+
+bool is_positive(AttentionKind k) {
+  return k != AttentionKind::raw_dotproduct_norm && k != AttentionKind::raw_dotproduct_unnorm;
+}
+
+bool has_row_sum(AttentionKind k) {
+  return is_normalised(k) && k != AttentionKind::softmax && k != AttentionKind::raw_dotproduct_norm &&
+         k != AttentionKind::uniform;
+}
+
+bool row_sum_can_vanish(AttentionKind k) {
+  return k == AttentionKind::relu_norm || k == AttentionKind::square_norm || k == AttentionKind::abs_norm;
+}
+
+// Every kind of the form f/Σf adds ε to the row sum, as the authors' code does (1e-9); where f > 0
+// (sigmoid, elu, linear) it may be 0, where f can vanish on a whole row (relu, square, abs) it must not.
+double HeadSpec::row_eps() const { return has_row_sum(kind) ? norm_eps : 0.0; }
+
+HeadSpec head_spec(const Config& c) { return {c.attention, c.causal, c.norm_eps}; }
 
 Positions parse_positions(const std::string& name) {
   if (name == "add") return Positions::add;
@@ -135,32 +184,34 @@ void check_config(const Config& c) {
 
 // ---------------------------------------------------------------- layers
 
-void layer_norm_forward(const RowMat& x, const Eigen::Ref<const Eigen::VectorXd>& gamma,
-                        const Eigen::Ref<const Eigen::VectorXd>& beta, double eps, RowMat& y, RowMat& xhat,
-                        Eigen::VectorXd& inv_sigma) {
-  const Eigen::Index n = x.rows(), d = x.cols();
-  y.resize(n, d);
-  xhat.resize(n, d);
-  inv_sigma.resize(n);
+template <class T>
+void layer_norm_forward(const ConstRowBlockT<T>& x, const Eigen::Ref<const VecT<T>>& gamma,
+                        const Eigen::Ref<const VecT<T>>& beta, double eps, RowBlockT<T> y, RowBlockT<T> xhat,
+                        Eigen::Ref<VecT<T>> inv_sigma) {
+  const Eigen::Index n = x.rows();
+  const auto g = gamma.transpose().array();
+  const auto b = beta.transpose().array();
   for (Eigen::Index r = 0; r < n; ++r) {
-    const double mu = x.row(r).mean();
-    const double var = (x.row(r).array() - mu).square().mean();
-    const double is = 1.0 / std::sqrt(var + eps);
+    const T mu = x.row(r).mean();
+    const T var = (x.row(r).array() - mu).square().mean();
+    const T is = T(1) / std::sqrt(var + T(eps));
     inv_sigma(r) = is;
     xhat.row(r) = (x.row(r).array() - mu) * is;
-    y.row(r) = xhat.row(r).array() * gamma.transpose().array() + beta.transpose().array();
+    y.row(r) = xhat.row(r).array() * g + b;
   }
 }
 
-void layer_norm_backward(const RowMat& dy, const RowMat& xhat, const Eigen::VectorXd& inv_sigma,
-                         const Eigen::Ref<const Eigen::VectorXd>& gamma, RowMat& dx,
-                         Eigen::Ref<Eigen::VectorXd> dgamma, Eigen::Ref<Eigen::VectorXd> dbeta) {
+template <class T>
+void layer_norm_backward(const ConstRowBlockT<T>& dy, const ConstRowBlockT<T>& xhat,
+                         const Eigen::Ref<const VecT<T>>& inv_sigma, const Eigen::Ref<const VecT<T>>& gamma,
+                         RowBlockT<T> dx, Eigen::Ref<VecT<T>> dgamma, Eigen::Ref<VecT<T>> dbeta) {
   const Eigen::Index n = dy.rows();
+  const auto gam = gamma.transpose().array();
   for (Eigen::Index r = 0; r < n; ++r) {
-    const Eigen::ArrayXd g = dy.row(r).transpose().array() * gamma.array();
-    const Eigen::ArrayXd xh = xhat.row(r).transpose().array();
-    const double mg = g.mean(), mgx = (g * xh).mean();
-    dx.row(r) += (inv_sigma(r) * (g - mg - xh * mgx)).matrix().transpose();
+    const auto g = dy.row(r).array() * gam;  // an expression: no temporary per row
+    const auto xh = xhat.row(r).array();
+    const T mg = g.mean(), mgx = (g * xh).mean();
+    dx.row(r).array() += inv_sigma(r) * (g - mg - xh * mgx);
   }
   dgamma += (dy.array() * xhat.array()).colwise().sum().transpose().matrix();
   dbeta += dy.colwise().sum().transpose();
@@ -171,96 +222,187 @@ double gelu_derivative(double x) {
   return 0.5 * (1.0 + std::erf(x * M_SQRT1_2)) + x * std::exp(-0.5 * x * x) * (0.5 * M_2_SQRTPI * M_SQRT1_2);
 }
 
-void attention_head_forward(AttentionKind kind, bool causal, double norm_eps, const ConstRowBlock& q,
-                            const ConstRowBlock& k, const ConstRowBlock& v, RowBlock S, RowBlock A, RowBlock O) {
-  const Eigen::Index L = q.rows(), dh = q.cols();
-  if (is_linear_kernel(kind)) {
-    thread_local RowMat pq, pk;
-    pq = q.unaryExpr([](double x) { return phi(x); });
-    pk = k.unaryExpr([](double x) { return phi(x); });
-    S.noalias() = pq.lazyProduct(pk.transpose());
-  } else if (kind == AttentionKind::uniform) {
-    S.setZero();
-  } else {
-    S.noalias() = q.lazyProduct(k.transpose());
-    S *= 1.0 / std::sqrt(double(dh));
-  }
-  const double eps = row_eps(kind, norm_eps);
-  for (Eigen::Index i = 0; i < L; ++i) {
-    const Eigen::Index n = causal ? i + 1 : L;  // visible keys 0 .. n−1
-    switch (kind) {
-      case AttentionKind::softmax: {
-        const double m = S.row(i).head(n).maxCoeff();
-        double sum = 0;
-        for (Eigen::Index j = 0; j < n; ++j) sum += (A(i, j) = std::exp(S(i, j) - m));
-        A.row(i).head(n) /= sum;
-        break;
-      }
-      case AttentionKind::uniform: A.row(i).head(n).setConstant(1.0 / double(n)); break;
-      default: {
-        double sum = 0;
-        for (Eigen::Index j = 0; j < n; ++j) sum += (A(i, j) = f_of(kind, S(i, j)));
-        if (is_normalised(kind)) A.row(i).head(n) /= (sum + eps);
-      }
-    }
-    if (n < L) A.row(i).tail(L - n).setZero();
-  }
-  O.noalias() = A.lazyProduct(v);
+template <class T>
+void gelu_forward(const RowMatT<T>& h, RowMatT<T>& Phi, RowMatT<T>& g) {
+  Phi.array() = T(0.5) * ((h.array() * T(M_SQRT1_2)).erf() + T(1));
+  g.array() = h.array() * Phi.array();
 }
 
-void attention_head_backward(AttentionKind kind, bool causal, double norm_eps, const ConstRowBlock& q,
-                             const ConstRowBlock& k, const ConstRowBlock& v, const ConstRowBlock& S,
-                             const ConstRowBlock& A, const ConstRowBlock& dO, RowBlock dq, RowBlock dk,
-                             RowBlock dv) {
+template <class T>
+void gelu_backward(const RowMatT<T>& h, const RowMatT<T>& Phi, RowMatT<T>& dh) {
+  // GELU'(h) = Φ(h) + h φ(h), φ(h) = e^{−h²/2}/√(2π)
+  const T inv_sqrt_2pi = T(0.5 * M_2_SQRTPI * M_SQRT1_2);
+  dh.array() *= Phi.array() + h.array() * (h.array().square() * T(-0.5)).exp() * inv_sqrt_2pi;
+}
+
+// The products of one head are small (L ≤ a few dozen, d_h ≤ 128): they are written as loops over
+// the visible pairs j ≤ i (half of the L × L pairs when causal) of dot products and row updates on
+// contiguous d_h-vectors (SIMD loops), which costs a fraction of a general product's call overhead.
+namespace {
+
+template <class T>
+inline T dot(const T* a, const T* b, Eigen::Index n) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (Eigen::Index c = 0; c < n; ++c) s += a[c] * b[c];
+  return s;
+}
+
+template <class T>
+inline void axpy(T w, const T* x, T* y, Eigen::Index n) {  // y += w x
+#pragma omp simd
+  for (Eigen::Index c = 0; c < n; ++c) y[c] += w * x[c];
+}
+
+// out = Σ_j c_j x_j over n rows x_j = base + j·stride of length dh, accumulated in registers one SIMD
+// width of columns at a time (an update of `out` in memory per j would chain every step through a
+// store and a load of the same address).
+template <class T>
+inline void weighted_row_sum(const T* c, Eigen::Index n, const T* base, Eigen::Index stride, Eigen::Index dh, T* out) {
+  constexpr int W = 64 / sizeof(T);  // one 512-bit register
+  using Chunk = Eigen::Array<T, W, 1>;
+  Eigen::Index c0 = 0;
+  for (; c0 + W <= dh; c0 += W) {
+    Chunk acc = Chunk::Zero();
+    for (Eigen::Index j = 0; j < n; ++j) acc += c[j] * Eigen::Map<const Chunk>(base + j * stride + c0);
+    Eigen::Map<Chunk>(out + c0) = acc;
+  }
+  for (; c0 < dh; ++c0) {
+    T acc = 0;
+    for (Eigen::Index j = 0; j < n; ++j) acc += c[j] * base[j * stride + c0];
+    out[c0] = acc;
+  }
+}
+
+// Row i of a row-major block.
+template <class Block>
+inline auto row_ptr(Block& b, Eigen::Index i) {
+  return b.data() + i * b.outerStride();
+}
+
+}  // namespace
+
+template <class T>
+void attention_head_forward(const HeadSpec& spec, const ConstRowBlockT<T>& q, const ConstRowBlockT<T>& k,
+                            const ConstRowBlockT<T>& v, RowBlockT<T> S, RowBlockT<T> A, RowBlockT<T> O) {
+  const AttentionKind kind = spec.kind;
   const Eigen::Index L = q.rows(), dh = q.cols();
-  dv.noalias() = A.transpose().lazyProduct(dO);
+  auto visible = [&](Eigen::Index i) { return spec.causal ? i + 1 : L; };  // keys 0 .. n−1
+  if (kind != AttentionKind::uniform) {
+    // Linear kinds: the scores are the kernel φ(q_i)·φ(k_j) (no scale).
+    thread_local RowMatT<T> pq, pk;
+    const bool kernel = is_linear_kernel(kind);
+    if (kernel) {
+      pq = phi(q.array());
+      pk = phi(k.array());
+    }
+    const T scale = kernel ? T(1) : T(1.0 / std::sqrt(double(dh)));
+    for (Eigen::Index i = 0; i < L; ++i) {
+      const T* qi = kernel ? pq.data() + i * dh : row_ptr(q, i);
+      for (Eigen::Index j = 0; j < visible(i); ++j)
+        S(i, j) = scale * dot(qi, kernel ? pk.data() + j * dh : row_ptr(k, j), dh);
+    }
+  }
+  const T eps = T(spec.row_eps());
+  for (Eigen::Index i = 0; i < L; ++i) {
+    const Eigen::Index n = visible(i);
+    auto a = A.row(i).head(n);
+    if (kind == AttentionKind::uniform) S.row(i).head(n).setZero();
+    const auto s = S.row(i).head(n);
+    switch (kind) {
+      case AttentionKind::softmax: {
+        a.array() = (s.array() - s.maxCoeff()).exp();
+        a /= a.sum();
+        break;
+      }
+      case AttentionKind::uniform: a.setConstant(T(1) / T(n)); break;
+      case AttentionKind::raw_dotproduct_norm: a = s / std::max(std::abs(s.sum()), T(1)); break;
+      default: {
+        for (Eigen::Index j = 0; j < n; ++j) a(j) = f_of(kind, s(j));
+        if (is_normalised(kind)) a /= (a.sum() + eps);
+      }
+    }
+    if (n < L) {
+      A.row(i).tail(L - n).setZero();
+      S.row(i).tail(L - n).setZero();
+    }
+    weighted_row_sum(row_ptr(A, i), n, v.data(), v.outerStride(), dh, row_ptr(O, i));
+  }
+}
+
+template <class T>
+void attention_head_backward(const HeadSpec& spec, const ConstRowBlockT<T>& q, const ConstRowBlockT<T>& k,
+                             const ConstRowBlockT<T>& v, const ConstRowBlockT<T>& S, const ConstRowBlockT<T>& A,
+                             const ConstRowBlockT<T>& dO, RowBlockT<T> dq, RowBlockT<T> dk, RowBlockT<T> dv) {
+  const AttentionKind kind = spec.kind;
+  const Eigen::Index L = q.rows(), dh = q.cols();
+  auto visible = [&](Eigen::Index i) { return spec.causal ? i + 1 : L; };
+  // O_i = Σ_j α_ij v_j: dv_j = Σ_i α_ij dO_i, dα_ij = dO_i · v_j.
+  dv.setZero();
+  for (Eigen::Index i = 0; i < L; ++i)
+    for (Eigen::Index j = 0; j < visible(i); ++j) axpy(A(i, j), row_ptr(dO, i), row_ptr(dv, j), dh);
+  dk.setZero();
   if (kind == AttentionKind::uniform) {  // the weights do not depend on q, k
     dq.setZero();
-    dk.setZero();
     return;
   }
-  thread_local RowMat dA, dS;
-  dA.resize(L, L);
-  dS.resize(L, L);
-  dA.noalias() = dO.lazyProduct(v.transpose());
-  const double eps = row_eps(kind, norm_eps);
+  thread_local Eigen::Matrix<T, Eigen::Dynamic, 1> dA, dS;  // one row at a time
+  dA.resize(L);
+  dS.resize(L);
+  const bool kernel = is_linear_kernel(kind);
+  thread_local RowMatT<T> pq, pk;  // linear kinds: φ(q), φ(k) (the "queries" and "keys" of the kernel)
+  if (kernel) {
+    pq = phi(q.array());
+    pk = phi(k.array());
+  }
+  const T scale = kernel ? T(1) : T(1.0 / std::sqrt(double(dh)));
+  const T eps = T(spec.row_eps());
   for (Eigen::Index i = 0; i < L; ++i) {
-    const Eigen::Index n = causal ? i + 1 : L;
+    const Eigen::Index n = visible(i);
+    for (Eigen::Index j = 0; j < n; ++j) dA(j) = dot(row_ptr(dO, i), row_ptr(v, j), dh);
+    const auto a = A.row(i).head(n);
+    const auto da = dA.head(n).transpose();
+    const auto s = S.row(i).head(n);
+    auto ds = dS.head(n).transpose();
     if (kind == AttentionKind::softmax) {
       // Softmax Jacobian C = diag(α) − α αᵀ: dS_ij = α_ij (dA_ij − Σ_j' α_ij' dA_ij').
-      const double c = A.row(i).head(n).dot(dA.row(i).head(n));
-      for (Eigen::Index j = 0; j < n; ++j) dS(i, j) = A(i, j) * (dA(i, j) - c);
+      ds = a.cwiseProduct((da.array() - a.dot(da)).matrix());
+    } else if (kind == AttentionKind::raw_dotproduct_norm) {
+      // α = s/D, D = max(|Σ s|, 1): where |Σ s| > 1, ∂D/∂s_ij = sign(Σ s), so
+      // dS_ij = (dA_ij − sign(Σ s) Σ_j' α_ij' dA_ij') / D; elsewhere D = 1 and dS = dA.
+      const T sum = s.sum();
+      if (std::abs(sum) > T(1))
+        ds = (da.array() - (sum > 0 ? T(1) : T(-1)) * a.dot(da)).matrix() / std::abs(sum);
+      else
+        ds = da;
     } else if (is_normalised(kind)) {
       // α = f/D, D = Σ f + ε: df_ij = (dA_ij − Σ_j' α_ij' dA_ij') / D, then the chain through f.
-      double D = eps;
-      for (Eigen::Index j = 0; j < n; ++j) D += f_of(kind, S(i, j));
-      const double c = A.row(i).head(n).dot(dA.row(i).head(n));
-      for (Eigen::Index j = 0; j < n; ++j) dS(i, j) = (dA(i, j) - c) / D * fprime_of(kind, S(i, j));
+      T D = eps;
+      for (Eigen::Index j = 0; j < n; ++j) D += f_of(kind, s(j));
+      const T c = a.dot(da);
+      for (Eigen::Index j = 0; j < n; ++j) ds(j) = (da(j) - c) / D * fprime_of(kind, s(j));
     } else {
-      for (Eigen::Index j = 0; j < n; ++j) dS(i, j) = dA(i, j) * fprime_of(kind, S(i, j));
+      for (Eigen::Index j = 0; j < n; ++j) ds(j) = da(j) * fprime_of(kind, s(j));
     }
-    if (n < L) dS.row(i).tail(L - n).setZero();
+    // S_ij = scale · q_i · k_j (or φ(q_i) · φ(k_j)): dq_i = scale Σ_j dS_ij k_j, dk_j += scale dS_ij q_i.
+    ds *= scale;
+    const T* qi = kernel ? pq.data() + i * dh : row_ptr(q, i);
+    if (kernel)
+      weighted_row_sum(dS.data(), n, pk.data(), dh, dh, row_ptr(dq, i));
+    else
+      weighted_row_sum(dS.data(), n, k.data(), k.outerStride(), dh, row_ptr(dq, i));
+    for (Eigen::Index j = 0; j < n; ++j) axpy(dS(j), qi, row_ptr(dk, j), dh);
   }
-  if (is_linear_kernel(kind)) {
-    thread_local RowMat pq, pk;
-    pq = q.unaryExpr([](double x) { return phi(x); });
-    pk = k.unaryExpr([](double x) { return phi(x); });
-    dq.noalias() = dS.lazyProduct(pk);
-    dk.noalias() = dS.transpose().lazyProduct(pq);
-    dq.array() *= q.unaryExpr([](double x) { return phi_prime(x); }).array();
-    dk.array() *= k.unaryExpr([](double x) { return phi_prime(x); }).array();
-  } else {
-    const double scale = 1.0 / std::sqrt(double(dh));
-    dq.noalias() = dS.lazyProduct(k);
-    dk.noalias() = dS.transpose().lazyProduct(q);
-    dq *= scale;
-    dk *= scale;
+  if (kernel) {
+    dq.array() *= phi_prime(q.array());
+    dk.array() *= phi_prime(k.array());
   }
 }
 
 // ---------------------------------------------------------------- model
 
-Transformer::Transformer(const Config& config) : config_(config) {
+template <class T>
+BasicTransformer<T>::BasicTransformer(const Config& config) : config_(config), head_(head_spec(config)) {
   check_config(config_);
   const int d = config_.width, m = config_.mlp_hidden;
   const int d_tok = config_.positions == Positions::concat ? d / 2 : d;
@@ -291,20 +433,21 @@ Transformer::Transformer(const Config& config) : config_(config) {
   lnf_b_ = layout_.block("lnf_b");
   Wout_ = layout_.block("Wout");
   bout_ = layout_.block("bout");
-  theta_ = Eigen::VectorXd::Zero(layout_.size());
+  theta_ = Vec::Zero(layout_.size());
   cache_.resize(config_.layers);
 }
 
-void Transformer::initialize(rng::Engine& engine) {
+template <class T>
+void BasicTransformer<T>::initialize(rng::Engine& engine) {
   boost::random::normal_distribution<double> normal(0.0, 1.0);
-  double* t = theta_.data();
+  T* t = theta_.data();
   auto fill_normal = [&](const Block& b) {
-    for (int i = 0; i < b.size(); ++i) t[b.offset + i] = normal(engine);
+    for (int i = 0; i < b.size(); ++i) t[b.offset + i] = T(normal(engine));
   };
   auto fill_uniform = [&](const Block& b, int fan_in) {
     const double bound = 1.0 / std::sqrt(double(fan_in));
     boost::random::uniform_real_distribution<double> u(-bound, bound);
-    for (int i = 0; i < b.size(); ++i) t[b.offset + i] = u(engine);
+    for (int i = 0; i < b.size(); ++i) t[b.offset + i] = T(u(engine));
   };
   const int d = config_.width;
   fill_normal(E_);
@@ -329,7 +472,8 @@ void Transformer::initialize(rng::Engine& engine) {
   fill_uniform(bout_, d);
 }
 
-void Transformer::resize(int B, int L) {
+template <class T>
+void BasicTransformer<T>::resize(int B, int L) {
   if (B == B_ && L == L_) return;
   B_ = B;
   L_ = L;
@@ -347,7 +491,19 @@ void Transformer::resize(int B, int L) {
     c.g.resize(N, m);
     c.S.resize(std::size_t(B) * H * L, L);
     c.A.resize(std::size_t(B) * H * L, L);
+    c.isig1.resize(N);
+    c.isig2.resize(N);
   }
+  logits_.resize(N, config_.n_out);
+  yf_.resize(N, d);
+  xhatf_.resize(N, d);
+  isigf_.resize(N);
+  distinct_of_row_.resize(N);
+  x0_.resize(N, d);
+  qkv0_.resize(N, 3 * d);
+  dqkv0_.resize(N, 3 * d);
+  du0_.resize(N, d);
+  dx0_.resize(N, d);
   dx_.resize(N, d);
   du_.resize(N, d);
   dqkv_.resize(N, 3 * d);
@@ -356,7 +512,26 @@ void Transformer::resize(int B, int L) {
   dh_.resize(N, m);
 }
 
-const RowMat& Transformer::forward(const std::vector<int>& tokens, int B, int L) {
+template <class T>
+void BasicTransformer<T>::find_distinct_inputs(const std::vector<int>& tokens, int L) {
+  slot_of_pair_.assign(std::size_t(config_.vocab) * L, -1);
+  distinct_token_.clear();
+  distinct_pos_.clear();
+  for (std::size_t r = 0; r < tokens.size(); ++r) {
+    const int pos = int(r % L);
+    int& slot = slot_of_pair_[std::size_t(tokens[r]) * L + pos];
+    if (slot < 0) {
+      slot = int(distinct_token_.size());
+      distinct_token_.push_back(tokens[r]);
+      distinct_pos_.push_back(pos);
+    }
+    distinct_of_row_[r] = slot;
+  }
+  U_ = int(distinct_token_.size());
+}
+
+template <class T>
+auto BasicTransformer<T>::forward(const std::vector<int>& tokens, int B, int L) -> const Mat& {
   if (int(tokens.size()) != B * L) throw std::invalid_argument("forward: tokens.size() != B*L");
   if (L > config_.max_len && config_.positions != Positions::none)
     throw std::invalid_argument(fmt::format("forward: length {} exceeds max_len {}", L, config_.max_len));
@@ -364,124 +539,174 @@ const RowMat& Transformer::forward(const std::vector<int>& tokens, int B, int L)
     if (t < 0 || t >= config_.vocab) throw std::invalid_argument(fmt::format("forward: token {} out of range", t));
   resize(B, L);
   tokens_ = tokens;
-  const double* t = theta_.data();
-  const int d = config_.width, H = config_.heads, dh = d / H, N = B * L;
+  find_distinct_inputs(tokens, L);
+  const T* t = theta_.data();
+  const int d = config_.width, H = config_.heads, dh = d / H, N = B * L, U = U_;
   const auto E = mat(t, E_);
-  for (int r = 0; r < N; ++r) {
-    const int pos = r % L;
+  for (int i = 0; i < U; ++i) {
+    const int tok = distinct_token_[i], pos = distinct_pos_[i];
     switch (config_.positions) {
-      case Positions::add: x_.row(r) = (E.col(tokens[r]) + mat(t, P_).col(pos)).transpose(); break;
+      case Positions::add: x0_.row(i) = (E.col(tok) + mat(t, P_).col(pos)).transpose(); break;
       case Positions::concat:
-        x_.row(r).head(E_.rows) = E.col(tokens[r]).transpose();
-        x_.row(r).tail(P_.rows) = mat(t, P_).col(pos).transpose();
+        x0_.row(i).head(E_.rows) = E.col(tok).transpose();
+        x0_.row(i).tail(P_.rows) = mat(t, P_).col(pos).transpose();
         break;
-      case Positions::none: x_.row(r) = E.col(tokens[r]).transpose(); break;
+      case Positions::none: x0_.row(i) = E.col(tok).transpose(); break;
     }
   }
+  for (int r = 0; r < N; ++r) x_.row(r) = x0_.row(distinct_of_row_[r]);
+  // Affine maps are written bias first, then the product added (`Y = b; Y += X W`): the product then
+  // accumulates into Y instead of zeroing a fresh destination and adding the bias in another pass.
   for (int l = 0; l < config_.layers; ++l) {
     const LayerBlocks& lb = blocks_[l];
     LayerCache& c = cache_[l];
-    layer_norm_forward(x_, vec(t, lb.ln1_g), vec(t, lb.ln1_b), config_.ln_eps, c.u, c.xhat1, c.isig1);
-    c.qkv.noalias() = c.u * mat(t, lb.Wqkv);
-    c.qkv.rowwise() += vec(t, lb.bqkv).transpose();
+    if (l == 0) {  // on the distinct input rows, then copied to every row
+      layer_norm_forward<T>(x0_.topRows(U), vec(t, lb.ln1_g), vec(t, lb.ln1_b), config_.ln_eps, c.u.topRows(U),
+                            c.xhat1.topRows(U), c.isig1.head(U));
+      qkv0_.topRows(U).rowwise() = vec(t, lb.bqkv).transpose();
+      qkv0_.topRows(U).noalias() += c.u.topRows(U) * mat(t, lb.Wqkv);
+      for (int r = 0; r < N; ++r) c.qkv.row(r) = qkv0_.row(distinct_of_row_[r]);
+    } else {
+      layer_norm_forward<T>(x_, vec(t, lb.ln1_g), vec(t, lb.ln1_b), config_.ln_eps, c.u, c.xhat1, c.isig1);
+      c.qkv.rowwise() = vec(t, lb.bqkv).transpose();
+      c.qkv.noalias() += c.u * mat(t, lb.Wqkv);
+    }
     for (int b = 0; b < B; ++b)
       for (int h = 0; h < H; ++h) {
-        attention_head_forward(config_.attention, config_.causal, config_.norm_eps,
-                               c.qkv.block(b * L, h * dh, L, dh), c.qkv.block(b * L, d + h * dh, L, dh),
-                               c.qkv.block(b * L, 2 * d + h * dh, L, dh), c.S.middleRows((b * H + h) * L, L),
-                               c.A.middleRows((b * H + h) * L, L), c.z.block(b * L, h * dh, L, dh));
+        attention_head_forward<T>(head_, c.qkv.block(b * L, h * dh, L, dh), c.qkv.block(b * L, d + h * dh, L, dh),
+                                  c.qkv.block(b * L, 2 * d + h * dh, L, dh), c.S.middleRows((b * H + h) * L, L),
+                                  c.A.middleRows((b * H + h) * L, L), c.z.block(b * L, h * dh, L, dh));
       }
-    x_.noalias() += c.z * mat(t, lb.Wo);
     x_.rowwise() += vec(t, lb.bo).transpose();
-    layer_norm_forward(x_, vec(t, lb.ln2_g), vec(t, lb.ln2_b), config_.ln_eps, c.m, c.xhat2, c.isig2);
-    c.h1.noalias() = c.m * mat(t, lb.W1);
-    c.h1.rowwise() += vec(t, lb.c1).transpose();
-    for (Eigen::Index i = 0; i < c.h1.size(); ++i) {
-      const double x = c.h1.data()[i];
-      const double Phi = 0.5 * (1.0 + std::erf(x * M_SQRT1_2));
-      c.Phi.data()[i] = Phi;
-      c.g.data()[i] = x * Phi;
-    }
-    x_.noalias() += c.g * mat(t, lb.W2);
+    x_.noalias() += c.z * mat(t, lb.Wo);
+    layer_norm_forward<T>(x_, vec(t, lb.ln2_g), vec(t, lb.ln2_b), config_.ln_eps, c.m, c.xhat2, c.isig2);
+    c.h1.rowwise() = vec(t, lb.c1).transpose();
+    c.h1.noalias() += c.m * mat(t, lb.W1);
+    gelu_forward<T>(c.h1, c.Phi, c.g);
     x_.rowwise() += vec(t, lb.c2).transpose();
+    x_.noalias() += c.g * mat(t, lb.W2);
   }
-  layer_norm_forward(x_, vec(t, lnf_g_), vec(t, lnf_b_), config_.ln_eps, yf_, xhatf_, isigf_);
-  logits_.noalias() = yf_ * mat(t, Wout_);
-  logits_.rowwise() += vec(t, bout_).transpose();
+  layer_norm_forward<T>(x_, vec(t, lnf_g_), vec(t, lnf_b_), config_.ln_eps, yf_, xhatf_, isigf_);
+  logits_.rowwise() = vec(t, bout_).transpose();
+  logits_.noalias() += yf_ * mat(t, Wout_);
   return logits_;
 }
 
-void Transformer::backward(const RowMat& dlogits, Eigen::VectorXd& grad) {
+template <class T>
+void BasicTransformer<T>::backward(const Mat& dlogits, Vec& grad) {
   const int B = B_, L = L_, N = B * L, d = config_.width, H = config_.heads, dh = d / H;
   if (dlogits.rows() != N || dlogits.cols() != config_.n_out) throw std::invalid_argument("backward: dlogits shape");
-  grad.setZero(layout_.size());
-  const double* t = theta_.data();
-  double* g = grad.data();
+  grad.setZero(layout_.size());  // every block below accumulates (+=) into its zeroed slice
+  const T* t = theta_.data();
+  T* g = grad.data();
 
-  mat(g, Wout_).noalias() = yf_.transpose() * dlogits;
+  mat(g, Wout_).noalias() += yf_.transpose() * dlogits;
   vec(g, bout_) = dlogits.colwise().sum().transpose();
   du_.noalias() = dlogits * mat(t, Wout_).transpose();
   dx_.setZero();
-  layer_norm_backward(du_, xhatf_, isigf_, vec(t, lnf_g_), dx_, vec(g, lnf_g_), vec(g, lnf_b_));
+  layer_norm_backward<T>(du_, xhatf_, isigf_, vec(t, lnf_g_), dx_, vec(g, lnf_g_), vec(g, lnf_b_));
 
   for (int l = config_.layers - 1; l >= 0; --l) {
     const LayerBlocks& lb = blocks_[l];
     LayerCache& c = cache_[l];
     // MLP branch: x ← x + GELU(LN2(x) W1 + c1) W2 + c2.
-    mat(g, lb.W2).noalias() = c.g.transpose() * dx_;
+    mat(g, lb.W2).noalias() += c.g.transpose() * dx_;
     vec(g, lb.c2) = dx_.colwise().sum().transpose();
     dh_.noalias() = dx_ * mat(t, lb.W2).transpose();
-    for (Eigen::Index i = 0; i < dh_.size(); ++i) {
-      const double x = c.h1.data()[i];
-      // GELU'(x) = Φ(x) + x φ(x)
-      dh_.data()[i] *= c.Phi.data()[i] + x * std::exp(-0.5 * x * x) * (0.5 * M_2_SQRTPI * M_SQRT1_2);
-    }
-    mat(g, lb.W1).noalias() = c.m.transpose() * dh_;
+    gelu_backward<T>(c.h1, c.Phi, dh_);
+    mat(g, lb.W1).noalias() += c.m.transpose() * dh_;
     vec(g, lb.c1) = dh_.colwise().sum().transpose();
     dm_.noalias() = dh_ * mat(t, lb.W1).transpose();
-    layer_norm_backward(dm_, c.xhat2, c.isig2, vec(t, lb.ln2_g), dx_, vec(g, lb.ln2_g), vec(g, lb.ln2_b));
+    layer_norm_backward<T>(dm_, c.xhat2, c.isig2, vec(t, lb.ln2_g), dx_, vec(g, lb.ln2_g), vec(g, lb.ln2_b));
     // Attention branch: x ← x + Attn(LN1(x)) Wo + bo.
-    mat(g, lb.Wo).noalias() = c.z.transpose() * dx_;
+    mat(g, lb.Wo).noalias() += c.z.transpose() * dx_;
     vec(g, lb.bo) = dx_.colwise().sum().transpose();
     dz_.noalias() = dx_ * mat(t, lb.Wo).transpose();
     for (int b = 0; b < B; ++b)
       for (int h = 0; h < H; ++h)
-        attention_head_backward(config_.attention, config_.causal, config_.norm_eps,
-                                c.qkv.block(b * L, h * dh, L, dh), c.qkv.block(b * L, d + h * dh, L, dh),
-                                c.qkv.block(b * L, 2 * d + h * dh, L, dh), c.S.middleRows((b * H + h) * L, L),
-                                c.A.middleRows((b * H + h) * L, L), dz_.block(b * L, h * dh, L, dh),
-                                dqkv_.block(b * L, h * dh, L, dh), dqkv_.block(b * L, d + h * dh, L, dh),
-                                dqkv_.block(b * L, 2 * d + h * dh, L, dh));
-    mat(g, lb.Wqkv).noalias() = c.u.transpose() * dqkv_;
-    vec(g, lb.bqkv) = dqkv_.colwise().sum().transpose();
-    du_.noalias() = dqkv_ * mat(t, lb.Wqkv).transpose();
-    layer_norm_backward(du_, c.xhat1, c.isig1, vec(t, lb.ln1_g), dx_, vec(g, lb.ln1_g), vec(g, lb.ln1_b));
+        attention_head_backward<T>(head_, c.qkv.block(b * L, h * dh, L, dh), c.qkv.block(b * L, d + h * dh, L, dh),
+                                   c.qkv.block(b * L, 2 * d + h * dh, L, dh), c.S.middleRows((b * H + h) * L, L),
+                                   c.A.middleRows((b * H + h) * L, L), dz_.block(b * L, h * dh, L, dh),
+                                   dqkv_.block(b * L, h * dh, L, dh), dqkv_.block(b * L, d + h * dh, L, dh),
+                                   dqkv_.block(b * L, 2 * d + h * dh, L, dh));
+    if (l == 0) {
+      // The first layer's LayerNorm and q, k, v act on the distinct input rows: their gradients
+      // are summed over the rows that share an input, then go back through those U rows once.
+      const int U = U_;
+      dqkv0_.topRows(U).setZero();
+      dx0_.topRows(U).setZero();
+      for (int r = 0; r < N; ++r) {
+        dqkv0_.row(distinct_of_row_[r]) += dqkv_.row(r);
+        dx0_.row(distinct_of_row_[r]) += dx_.row(r);  // the residual path to the embeddings
+      }
+      mat(g, lb.Wqkv).noalias() += c.u.topRows(U).transpose() * dqkv0_.topRows(U);
+      vec(g, lb.bqkv) = dqkv0_.topRows(U).colwise().sum().transpose();
+      du0_.topRows(U).noalias() = dqkv0_.topRows(U) * mat(t, lb.Wqkv).transpose();
+      layer_norm_backward<T>(du0_.topRows(U), c.xhat1.topRows(U), c.isig1.head(U), vec(t, lb.ln1_g), dx0_.topRows(U),
+                             vec(g, lb.ln1_g), vec(g, lb.ln1_b));
+    } else {
+      mat(g, lb.Wqkv).noalias() += c.u.transpose() * dqkv_;
+      vec(g, lb.bqkv) = dqkv_.colwise().sum().transpose();
+      du_.noalias() = dqkv_ * mat(t, lb.Wqkv).transpose();
+      layer_norm_backward<T>(du_, c.xhat1, c.isig1, vec(t, lb.ln1_g), dx_, vec(g, lb.ln1_g), vec(g, lb.ln1_b));
+    }
   }
+  embedding_backward(g);
+}
+
+// dx0_ holds the gradient of every distinct input row (token, position): to E and P.
+template <class T>
+void BasicTransformer<T>::embedding_backward(T* g) {
   auto dE = mat(g, E_);
-  for (int r = 0; r < N; ++r) {
-    const int pos = r % L;
+  for (int i = 0; i < U_; ++i) {
+    const int tok = distinct_token_[i], pos = distinct_pos_[i];
     switch (config_.positions) {
       case Positions::add:
-        dE.col(tokens_[r]) += dx_.row(r).transpose();
-        mat(g, P_).col(pos) += dx_.row(r).transpose();
+        dE.col(tok) += dx0_.row(i).transpose();
+        mat(g, P_).col(pos) += dx0_.row(i).transpose();
         break;
       case Positions::concat:
-        dE.col(tokens_[r]) += dx_.row(r).head(E_.rows).transpose();
-        mat(g, P_).col(pos) += dx_.row(r).tail(P_.rows).transpose();
+        dE.col(tok) += dx0_.row(i).head(E_.rows).transpose();
+        mat(g, P_).col(pos) += dx0_.row(i).tail(P_.rows).transpose();
         break;
-      case Positions::none: dE.col(tokens_[r]) += dx_.row(r).transpose(); break;
+      case Positions::none: dE.col(tok) += dx0_.row(i).transpose(); break;
     }
   }
 }
 
-Eigen::Map<const RowMat> Transformer::attention(int l, int b, int h) const {
-  const RowMat& A = cache_.at(l).A;
+template <class T>
+auto BasicTransformer<T>::attention(int l, int b, int h) const -> Eigen::Map<const Mat> {
+  const Mat& A = cache_.at(l).A;
   return {A.data() + std::size_t((b * config_.heads + h) * L_) * L_, L_, L_};
 }
 
-ConstRowBlock Transformer::values(int l, int b, int h) const {
+template <class T>
+ConstRowBlockT<T> BasicTransformer<T>::values(int l, int b, int h) const {
   const int d = config_.width, dh = d / config_.heads;
   return cache_.at(l).qkv.block(b * L_, 2 * d + h * dh, L_, dh);
 }
+
+// ---------------------------------------------------------------- instantiations
+
+#define HDAT_SINKS_INSTANTIATE(T)                                                                                    \
+  template void layer_norm_forward<T>(const ConstRowBlockT<T>&, const Eigen::Ref<const VecT<T>>&,                   \
+                                      const Eigen::Ref<const VecT<T>>&, double, RowBlockT<T>, RowBlockT<T>,          \
+                                      Eigen::Ref<VecT<T>>);                                                          \
+  template void layer_norm_backward<T>(const ConstRowBlockT<T>&, const ConstRowBlockT<T>&,                           \
+                                       const Eigen::Ref<const VecT<T>>&, const Eigen::Ref<const VecT<T>>&,           \
+                                       RowBlockT<T>, Eigen::Ref<VecT<T>>, Eigen::Ref<VecT<T>>);                      \
+  template void gelu_forward<T>(const RowMatT<T>&, RowMatT<T>&, RowMatT<T>&);                                        \
+  template void gelu_backward<T>(const RowMatT<T>&, const RowMatT<T>&, RowMatT<T>&);                                 \
+  template void attention_head_forward<T>(const HeadSpec&, const ConstRowBlockT<T>&, const ConstRowBlockT<T>&,       \
+                                          const ConstRowBlockT<T>&, RowBlockT<T>, RowBlockT<T>, RowBlockT<T>);       \
+  template void attention_head_backward<T>(const HeadSpec&, const ConstRowBlockT<T>&, const ConstRowBlockT<T>&,      \
+                                           const ConstRowBlockT<T>&, const ConstRowBlockT<T>&,                       \
+                                           const ConstRowBlockT<T>&, const ConstRowBlockT<T>&, RowBlockT<T>,         \
+                                           RowBlockT<T>, RowBlockT<T>);                                              \
+  template class BasicTransformer<T>;
+
+HDAT_SINKS_INSTANTIATE(double)
+HDAT_SINKS_INSTANTIATE(float)
+#undef HDAT_SINKS_INSTANTIATE
 
 }  // namespace hdat::sinks

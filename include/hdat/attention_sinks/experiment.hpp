@@ -3,6 +3,7 @@
 // attention-sink experiments and the attention maps in the `geometry` file format.
 // Options in, Summary out: run_experiment() touches no file; the `sinks` model writes its result.
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,23 +19,37 @@ struct AdamWOptions {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
 };
 
-class AdamW {
+/// The optimiser in the precision of the parameters it updates (moments too, as PyTorch's).
+template <class T>
+class BasicAdamW {
  public:
-  AdamW(int n, const AdamWOptions& options);
-  void step(Eigen::VectorXd& theta, const Eigen::VectorXd& grad);
+  BasicAdamW(int n, const AdamWOptions& options);
+  void step(VecT<T>& theta, const VecT<T>& grad);
   long steps() const { return t_; }
 
  private:
   AdamWOptions o_;
-  Eigen::VectorXd m_, v_;
+  VecT<T> m_, v_;
   long t_ = 0;
 };
+using AdamW = BasicAdamW<double>;
 
 /// Σ_rows w_r · (log Σ_c e^{z_rc} − z_r,target) over the rows with a target (log-sum-exp), and,
-/// when dlogits is given, its gradient w_r (softmax(z_r) − e_target).
-double cross_entropy(const RowMat& logits, const Batch& batch, RowMat* dlogits);
+/// when dlogits is given, its gradient w_r (softmax(z_r) − e_target). The sum is accumulated in double.
+template <class T>
+double cross_entropy(const RowMatT<T>& logits, const Batch& batch, std::type_identity_t<RowMatT<T>>* dlogits);
 
 enum class Task { induction, classification };
+
+/// Scalar type of the parameters and activations: float64 (the reference) or float32 (≈ 3× faster;
+/// PyTorch's default, the authors' precision).
+enum class Precision { float64, float32 };
+
+/// How training batches are drawn from the pool of n_train sequences.
+enum class Batching {
+  cyclic,  ///< every batch has `batch` sequences; the pool is reshuffled whenever it is used up, so a batch may span two epochs
+  epochs,  ///< each epoch is one permutation of the pool cut into batches; the last one is short (n_train mod batch), as PyTorch's DataLoader(shuffle=True)
+};
 
 struct ExperimentOptions {
   Task task = Task::induction;
@@ -42,8 +57,10 @@ struct ExperimentOptions {
   ClassificationTask classification;
   Config model;  ///< vocab, n_out and max_len are set from the task
   AdamWOptions adam;
-  int steps = 3000, batch = 64;
+  Precision precision = Precision::float64;
+  int steps = 3000, batch = 64;  ///< steps = batches (a short last batch of an epoch counts as one)
   int n_train = 100000;  ///< fixed training pool, reshuffled every epoch; 0: fresh sequences every step
+  Batching batching = Batching::cyclic;
   int n_eval = 1000;
   int eval_every = 250;
   int flip_pairs = 500;       ///< pairs of the token-flip test (classification)
@@ -52,6 +69,11 @@ struct ExperimentOptions {
   double sink_threshold = 0.9;
   double accuracy_threshold = 0.95;
   bool quiet = true;
+  /// Observer of the training stream (e.g. to replay it in another implementation): called with
+  /// every training batch before its step, and with the parameters after initialisation (as double).
+  std::function<void(long step, const Batch& batch)> on_batch;
+  std::function<void(const StateLayout& layout, const Eigen::VectorXd& theta)> on_initialised;
+  std::function<void(const Batch& eval)> on_evaluation_set;
 };
 
 struct HeadMetrics {
@@ -70,6 +92,7 @@ struct ExperimentResult {
   double accuracy = 0, eval_loss = 0;
   std::vector<HeadMetrics> heads;  ///< layer-major
   double sink_share = 0;       ///< share of last-layer heads with sink score > threshold
+  int sink_heads = 0;          ///< their number
   double sink_score_mean = 0;  ///< mean sink score of the last layer's heads
   bool above_accuracy = false; ///< accuracy > accuracy_threshold: the model counts in the sink statistics
   double sparsity_mean = 0;    ///< over all heads

@@ -13,7 +13,8 @@ using ConstMapRef = Eigen::Ref<const RowMat>;
 /// Sink score of a head on one sequence: the attention mass on the sink key over the query rows
 /// first .. last (inclusive), divided by the total mass of those rows. For the induction task the
 /// rows are 1 .. L−3 and the sink is BOS (key 0). With unnormalised weights the ratio still says
-/// which share of the head's attention goes to the sink. A zero total gives 0.
+/// which share of the head's attention goes to the sink. A zero total gives 0. With signed weights
+/// (raw_dotproduct kinds) the ratio can leave [0, 1], as the authors' metric does.
 double sink_score(const ConstMapRef& A, int first_row, int last_row, int sink = 0);
 
 /// The largest share of a row: max_j α_ij / Σ_j α_ij (= the largest weight for normalised kinds),

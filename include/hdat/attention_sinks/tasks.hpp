@@ -6,8 +6,9 @@
 // c = t_{k+1} predicted at the query position. The auxiliary loss (weight aux_weight) is next-token
 // prediction at the earlier positions (targets t_1 .. t_n, q); it is unpredictable except for the
 // no-repeat constraint and for q, and mainly shapes the early layers.
-// (k stops at n−1 so that the successor exists; the authors' code lets k = n and then asks for q
-// itself, a case the spec's "predict the successor" does not cover.)
+// By default k stops at n−1 so that the successor exists; with query_last (the authors' data) k runs
+// to n, and for k = n (1/n of the sequences) the target is the query token q itself, a case the
+// spec's "predict the successor" does not cover.
 //
 // Token-group classification: C classes of G token ids each (ids 1 + y·G .. (y+1)·G; 0 = CLS);
 // a sequence holds n distinct tokens of one class followed by CLS, and the label is read at CLS.
@@ -32,6 +33,7 @@ struct InductionTask {
   int vocab = 50;           ///< ids 0 .. vocab−1, 0 = BOS
   int n_tokens = 10;        ///< n distinct tokens per sequence
   bool shift_query = false; ///< q = t_k + vocab (input and output vocabulary 2·vocab)
+  bool query_last = false;  ///< k may be n; then the target is q itself (the authors' data)
   double aux_weight = 0.2;  ///< weight of the mean cross-entropy at the earlier positions
   int length() const { return n_tokens + 2; }
   int input_vocab() const { return shift_query ? 2 * vocab : vocab; }
