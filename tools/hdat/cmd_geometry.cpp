@@ -1,7 +1,7 @@
 // `hdat geometry`: token-selection geometry of attention maps (spec/geometry.md, docs/geometry.md).
 //   hdat geometry [--model-file PATH] [--config FILE] [--set key=value]... --out DIR [--threads N] [--quiet]
 //   hdat geometry --maps FILE.json [--set key=value]... --out DIR
-// Without --maps the checkpoint is ../shared/models/stories260K/stories260K.bin (vocab.txt beside it).
+// Without --maps and --model-file: the bundled stories260K (data/models/stories260K/, sha256-checked).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -45,7 +45,7 @@ int run_geometry(const GeometryArgs& a) {
     out = geometry::analyze_maps(geometry::read_maps(a.maps), params, ctx);
     out.info["maps_file"] = a.maps;
   } else {
-    out = geometry::analyze_model(a.model_file.empty() ? llama::kDefaultModelFile : a.model_file, params, ctx);
+    out = geometry::analyze_model(a.model_file.empty() ? llama::default_model_file() : std::filesystem::path(a.model_file), params, ctx);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   cli::write_output(a.out, entry, "geometry", params, out, wall);
