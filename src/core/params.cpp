@@ -77,6 +77,46 @@ ParamSet& ParamSet::any(const std::string& key, json def, const std::string& doc
   return add({key, ParamKind::any, std::move(def), doc, {}, {}});
 }
 
+ParamSet& ParamSet::when(std::string condition, std::function<bool(const Params&)> applies, std::vector<std::string> reads) {
+  if (specs_.empty()) throw std::logic_error("ParamSet::when before any key");
+  return this->condition(specs_.back().key, std::move(condition), std::move(applies), std::move(reads));
+}
+
+namespace {
+std::string alternatives(const std::vector<std::string>& values) {
+  std::string s;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    s += (i == 0 ? "" : (i + 1 == values.size() ? " or " : ", ")) + values[i];
+  return s;
+}
+}  // namespace
+
+ParamSet& ParamSet::when_in(const std::string& other, std::vector<std::string> values) {
+  std::string text = other + " is " + alternatives(values);
+  return when(
+      std::move(text),
+      [other, values = std::move(values)](const Params& p) {
+        const json& v = p.raw(other);
+        const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+        for (const auto& x : values)
+          if (x == s) return true;
+        return false;
+      },
+      {other});
+}
+
+ParamSet& ParamSet::condition(const std::string& key, std::string condition, std::function<bool(const Params&)> applies,
+                              std::vector<std::string> reads) {
+  for (auto& s : specs_)
+    if (s.key == key) {
+      s.condition = std::move(condition);
+      s.applies = std::move(applies);
+      s.condition_keys = std::move(reads);
+      return *this;
+    }
+  throw std::logic_error("ParamSet::condition: parameter not declared: " + key);
+}
+
 ParamSet& ParamSet::merge(const ParamSet& other) {
   for (const auto& s : other.specs())
     if (!find(s.key)) specs_.push_back(s);
@@ -235,7 +275,24 @@ Params Params::with(const json& flat_overrides) const {
     if (!s) throw InputError(it.key(), "unknown key");
     f[it.key()] = check_value(*s, it.value());
   }
-  return Params(set_, std::move(f));
+  std::set<std::string> given = given_;
+  for (auto it = flat_overrides.begin(); it != flat_overrides.end(); ++it) given.insert(it.key());
+  Params out(set_, std::move(f), std::move(given));
+  check_conditions(out);
+  return out;
+}
+
+void check_conditions(const Params& p) {
+  for (const auto& s : p.set().specs()) {
+    if (!s.applies || !p.given(s.key) || s.applies(p)) continue;
+    std::string here;
+    for (const auto& k : s.condition_keys) {
+      const json& v = p.flat().contains(k) ? p.flat().at(k) : json();
+      here += (here.empty() ? "" : ", ") + k + " = " + (v.is_string() ? v.get<std::string>() : v.dump());
+    }
+    throw InputError(s.key, "applies only when " + s.condition + (here.empty() ? "" : " (here " + here + ")") +
+                                "; leave it unset or change the configuration");
+  }
 }
 
 std::pair<std::string, json> parse_assignment(const std::string& text) {
@@ -284,8 +341,16 @@ Params resolve(const ParamSet& set, const json& config, const std::vector<std::p
     const json f = flatten_config(config, set);
     for (auto it = f.begin(); it != f.end(); ++it) apply(it.key(), it.value(), "--config");
   }
-  for (const auto& [k, v] : assignments) apply(k, v, "--set");
-  return Params(&set, std::move(flat));
+  std::set<std::string> given;
+  if (!config.is_null())
+    for (const auto& [k, v] : flatten_config(config, set).items()) given.insert(k);
+  for (const auto& [k, v] : assignments) {
+    apply(k, v, "--set");
+    given.insert(k);
+  }
+  Params p(std::make_shared<const ParamSet>(set), std::move(flat), std::move(given));
+  check_conditions(p);
+  return p;
 }
 
 json read_config_file(const std::string& path) {

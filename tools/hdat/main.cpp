@@ -40,7 +40,8 @@ int list_models(const std::string& name) {
   for (const auto& s : m.params.specs()) {
     std::string range;
     if (s.range.lo || s.range.hi) range = ", " + s.range.describe();
-    fmt::print("  {:<22} {:<24} {}\n  {:<22} ({}{})\n", s.key, default_text(s), s.doc, "", s.kind_name(), range);
+    const std::string applies = s.condition.empty() ? "" : "; only when " + s.condition;
+    fmt::print("  {:<22} {:<24} {}\n  {:<22} ({}{}{})\n", s.key, default_text(s), s.doc, "", s.kind_name(), range, applies);
   }
   return code(ExitCode::ok);
 }

@@ -7,8 +7,11 @@
 // nested ("prior.kind"); a config file may spell them nested or dotted. A --set value is parsed as
 // JSON when it parses, otherwise taken as a string.
 #include <Eigen/Dense>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +37,8 @@ struct Range {
   std::string describe() const;  // e.g. "> 0", "in [1, 64]"
 };
 
+class Params;
+
 struct ParamSpec {
   std::string key;
   ParamKind kind = ParamKind::real;
@@ -41,6 +46,12 @@ struct ParamSpec {
   std::string doc;
   Range range;
   std::vector<std::string> choices;  // for ParamKind::choice
+  /// The configurations the key applies to: `applies` decides, `condition` says it in words
+  /// ("activation is softmax or softmax1"). Empty: always. Setting a key explicitly where it does not
+  /// apply is an input error, never silently ignored.
+  std::string condition;
+  std::function<bool(const Params&)> applies;
+  std::vector<std::string> condition_keys;  ///< keys the condition reads (their values go in the message)
   std::string kind_name() const;
 };
 
@@ -61,6 +72,15 @@ class ParamSet {
   ParamSet& add(ParamSpec spec);
   ParamSet& merge(const ParamSet& other);  // keys of `other` not yet declared are appended
 
+  /// The key declared last applies only where `applies` holds (`condition` says where, in words;
+  /// `reads` names the keys it depends on).
+  ParamSet& when(std::string condition, std::function<bool(const Params&)> applies, std::vector<std::string> reads = {});
+  /// The key declared last applies only where the key `other` takes one of `values`.
+  ParamSet& when_in(const std::string& other, std::vector<std::string> values);
+  /// The same condition for an earlier key.
+  ParamSet& condition(const std::string& key, std::string condition, std::function<bool(const Params&)> applies,
+                      std::vector<std::string> reads = {});
+
   const std::vector<ParamSpec>& specs() const { return specs_; }
   const ParamSpec* find(const std::string& key) const;
   std::vector<std::string> keys() const;
@@ -74,7 +94,9 @@ class ParamSet {
 class Params {
  public:
   Params() = default;
-  Params(const ParamSet* set, json flat) : set_(set), flat_(std::move(flat)) {}
+  /// `given`: the keys set explicitly (config file, --set, overrides), as opposed to defaults.
+  Params(std::shared_ptr<const ParamSet> set, json flat, std::set<std::string> given = {})
+      : set_(std::move(set)), flat_(std::move(flat)), given_(std::move(given)) {}
 
   bool has(const std::string& key) const;  // declared and not null
   double real(const std::string& key) const;
@@ -85,20 +107,28 @@ class Params {
   std::vector<long> int_vector(const std::string& key) const;
   Eigen::MatrixXd matrix(const std::string& key) const;
   const json& raw(const std::string& key) const;
+  /// Set explicitly (not a default)?
+  bool given(const std::string& key) const { return given_.count(key) > 0; }
 
   /// Flat map "a.b" -> value, and the nested form written to run.json.
   const json& flat() const { return flat_; }
   json nested() const;
   const ParamSet& set() const { return *set_; }
 
-  /// Copy with some keys replaced (values checked like --set values). Used by sweeps and validate.
+  /// Copy with some keys replaced (values checked like --set values, and counted as set explicitly).
+  /// Used by sweeps and validate.
   Params with(const json& flat_overrides) const;
 
  private:
   const ParamSpec& spec(const std::string& key) const;
-  const ParamSet* set_ = nullptr;
+  std::shared_ptr<const ParamSet> set_;  // shared: a Params never outlives its declaration
   json flat_;
+  std::set<std::string> given_;
 };
+
+/// Every key set explicitly must apply to the configuration (ParamSpec::condition); InputError naming
+/// the first one that does not, and the condition.
+void check_conditions(const Params& p);
 
 /// Parse "key=value" as given to --set: value read as JSON when it parses, else as a string.
 std::pair<std::string, json> parse_assignment(const std::string& text);
@@ -107,8 +137,8 @@ std::pair<std::string, json> parse_assignment(const std::string& text);
 /// keys the set declares (so a key of kind `any` may hold an object).
 json flatten_config(const json& nested, const ParamSet& set);
 
-/// Resolve defaults < config file < assignments. Throws InputError on any unknown key, wrong type or
-/// out-of-range value.
+/// Resolve defaults < config file < assignments. Throws InputError on any unknown key, wrong type,
+/// out-of-range value, or a key set where it does not apply. The Params keeps its own copy of `set`.
 Params resolve(const ParamSet& set, const json& config, const std::vector<std::pair<std::string, json>>& assignments);
 
 /// Read a JSON config file (InputError on unreadable or malformed file).

@@ -1,0 +1,199 @@
+#pragma once
+// The model contract: what a model declares, and from which the core derives its commands.
+//
+// Like an Odeint system or a tramp factor, a model states the physics and nothing else:
+//   - its parameters (a ParamSet) and named order-parameter blocks (a StateLayout);
+//   - its THEORY: for a dynamics model an ODE for the blocks (OdeTheory: the drift, split into named
+//     terms, and observables such as the risk, with standard errors where expectations are sampled);
+//     for a state-evolution model a fixed point over a control parameter α (FixedPointTheory);
+//   - its FINITE-DIMENSIONAL SYSTEM: online SGD at dimension D, gradient descent at step η
+//     (FiniteSystem: advance in time, measure the same blocks and observables, one step's increment
+//     for the drift check), or an estimator fitted at (α, d, seed) (FiniteEstimator: ERM, AMP).
+// From that declaration the core provides `curve`, `simulate`, `validate` (trajectories or fixed
+// points compared on every block with the combined standard error, the finite-size fit of the gap, the
+// drift check term by term, a stated criterion, the verdict in the exit code) and the sweep
+// observables, with the tables and run.json the command line writes (hdat/core/harness.hpp).
+#include <Eigen/Dense>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hdat/core/integrate.hpp"
+#include "hdat/core/layout.hpp"
+#include "hdat/core/params.hpp"
+
+namespace hdat {
+
+/// A number and its standard error (se = 0: exact).
+struct Measured {
+  double value = 0;
+  double se = 0;
+};
+
+/// Scalar observables in a fixed order ("risk", "eg", ...). `estimated` marks those carrying a
+/// sampling error, so that their standard error gets a column (risk, risk_se).
+class Observables {
+ public:
+  Observables& add(const std::string& name, double value);                ///< exact
+  Observables& add(const std::string& name, double value, double se);     ///< estimated
+  std::size_t size() const { return names_.size(); }
+  const std::vector<std::string>& names() const { return names_; }
+  bool has(const std::string& name) const;
+  const Measured& operator[](const std::string& name) const;  ///< std::out_of_range when absent
+  const Measured& at(std::size_t k) const { return values_[k]; }
+  bool estimated(std::size_t k) const { return estimated_[k]; }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<Measured> values_;
+  std::vector<bool> estimated_;
+};
+
+/// A drift split into the named terms whose sum it is (e.g. the η-linear and the η² part of an SGD
+/// drift), each a state vector in the theory's layout, with standard errors where sampled.
+class DriftTerms {
+ public:
+  DriftTerms& add(const std::string& name, Eigen::VectorXd value, Eigen::VectorXd se = {});
+  std::size_t size() const { return names_.size(); }
+  const std::string& name(std::size_t k) const { return names_[k]; }
+  const Eigen::VectorXd& value(std::size_t k) const { return values_[k]; }
+  const Eigen::VectorXd& se(std::size_t k) const { return errors_[k]; }  ///< zeros when exact
+  Eigen::VectorXd total() const;
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<Eigen::VectorXd> values_, errors_;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Dynamics models: an ODE in time against a finite-dimensional training process.
+
+/// The high-dimensional theory: a closed ODE for the order-parameter blocks.
+class OdeTheory {
+ public:
+  virtual ~OdeTheory() = default;
+  virtual const StateLayout& layout() const = 0;
+  /// dx/dt at x: an Odeint system.
+  virtual void operator()(const ConstVecRef& x, VecRef dxdt, double t) const = 0;
+  /// The drift at x in its named terms, with standard errors (the drift check compares them one by
+  /// one with the finite system's increments). Default: one exact term, "drift".
+  virtual DriftTerms terms(const Eigen::VectorXd& x) const;
+  /// The observables at x (population risk ...), with standard errors where sampled.
+  virtual Observables observe(const Eigen::VectorXd& x) const = 0;
+};
+
+/// The finite-dimensional process the theory describes (online SGD at dimension D, gradient descent
+/// at step η ...). One object is one independent run (one seed).
+class FiniteSystem {
+ public:
+  virtual ~FiniteSystem() = default;
+  /// The theory's time of the current weights (t = steps / D for online SGD, η · steps for GD).
+  virtual double time() const = 0;
+  /// Train until time() reaches t (whole steps).
+  virtual void advance_to(double t) = 0;
+  /// The theory's blocks measured on the current weights (same layout).
+  virtual Eigen::VectorXd state() const = 0;
+  /// The theory's observables measured on the current weights (e.g. the test risk with its error);
+  /// further measured quantities may follow (they are reported, not compared).
+  virtual Observables observe() = 0;
+  /// One step's increment of the blocks from the current weights divided by the step's time,
+  /// WITHOUT applying it, in the theory's terms: its mean over fresh samples is the drift.
+  virtual DriftTerms increment() = 0;
+};
+
+/// Settings of the harness for one configuration, read from the model's parameters.
+struct DynamicsSettings {
+  std::vector<double> times;              ///< observation times (first: the start)
+  IntegrateOptions integrate;             ///< theory integration
+  std::string size_name = "D";            ///< what the finite size is (dimension D, step lr ...)
+  double simulate_size = 1000;            ///< the size `simulate` runs
+  std::vector<double> validate_sizes;     ///< the sizes `validate` runs
+  double gap_exponent_expected = -0.5;    ///< gap ∝ size^p expected (D^-1/2; lr^1)
+  int seeds = 8;                          ///< runs per size (replicas 0..seeds-1 of `seed`)
+  std::uint64_t seed = 0;
+  int theory_replicas = 1;                ///< independent theory sample sets in validate
+  /// The criterion: a point agrees when |theory − simulation| ≤ tolerance · SE + rel_tolerance ·
+  /// scale(block) + abs_tolerance, SE the combined standard error, scale the largest |value| of the
+  /// block in the window; judged at every size, or only at the finest.
+  double tolerance = 4, rel_tolerance = 0, abs_tolerance = 0;
+  bool judge_every_size = true;
+  /// When set, the fitted gap exponent must be at least this steep (convergence as the size shrinks).
+  double min_order = std::numeric_limits<double>::quiet_NaN();
+  double t_compare = -1;                  ///< end of the comparison window (< 0: the whole run / hook)
+  // Drift check.
+  std::vector<double> drift_times;        ///< times along a run at which the drift is checked
+  long drift_samples = 4000;              ///< fresh increments averaged per check
+  double drift_size = 1000;               ///< size of the run the drift is checked on
+  bool parallel_seeds = true;             ///< run seeds in parallel threads
+};
+
+/// What a dynamics model declares; add_dynamics_commands() (harness.hpp) derives its commands.
+struct DynamicsModel {
+  /// The theory at the parameters; `replica` selects an independent Monte Carlo sample set where the
+  /// theory samples expectations (0: the one `curve` uses).
+  std::function<std::unique_ptr<OdeTheory>(const Params&, int replica)> theory;
+  /// The theory's own initial state for `curve` (e.g. overlaps of a random initialisation at D).
+  std::function<Eigen::VectorXd(const Params&, const OdeTheory&)> initial_state;
+  /// One run of the finite system at `size` (D, or the step lr) for replica `seed` of the seed.
+  std::function<std::unique_ptr<FiniteSystem>(const Params&, double size, std::uint64_t seed)> system;
+  /// The harness settings the parameters ask for.
+  std::function<DynamicsSettings(const Params&)> settings;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// State-evolution models: a fixed point over a control parameter α against finite-d estimators.
+
+/// How a fixed-point solve ended (Ceres style).
+struct FixedPointReport {
+  bool converged = false;
+  int iterations = 0;
+  double residual = 0;
+  double seconds = 0;
+  std::string message;
+  nlohmann::json to_json() const;
+};
+
+/// The high-dimensional theory of a state-evolution model.
+class FixedPointTheory {
+ public:
+  virtual ~FixedPointTheory() = default;
+  virtual const StateLayout& layout() const = 0;
+  /// The fixed point at control value alpha, started from `start` (the previous point of a curve;
+  /// empty: the model's own start).
+  virtual Eigen::VectorXd solve(double alpha, const Eigen::VectorXd& start, FixedPointReport& report) const = 0;
+  virtual Observables observe(const Eigen::VectorXd& x, double alpha) const = 0;
+};
+
+/// One fit of a finite-dimensional estimator (ERM, AMP) at (alpha, d, seed).
+struct Fit {
+  Eigen::VectorXd state;     ///< the theory's blocks, measured
+  Observables observables;   ///< the theory's observables, measured
+  FixedPointReport report;   ///< how the fit / iteration ended
+  nlohmann::json info = nlohmann::json::object();
+};
+
+/// What a state-evolution model declares.
+struct FixedPointModel {
+  std::string control = "alpha";
+  std::function<std::unique_ptr<FixedPointTheory>(const Params&)> theory;
+  std::function<Fit(const Params&, double control, int d, std::uint64_t seed)> fit;
+};
+
+// ---------------------------------------------------------------------------------------------------
+
+/// A small configuration on which a model's validate is fast (seconds) and agrees, and the value of
+/// the test-only key `break_term` that makes it disagree: the all-model test runs both.
+struct ValidationSmoke {
+  nlohmann::json settings = nlohmann::json::object();  ///< flat "key": value overrides
+  std::string broken_term;                             ///< a value of `break_term`
+};
+
+/// The test-only key that breaks one term of a model's theory (shared by every model): "none" and
+/// the model's breakable terms.
+ParamSet& declare_break_term(ParamSet& set, const std::vector<std::string>& terms);
+
+}  // namespace hdat
