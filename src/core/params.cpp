@@ -343,7 +343,7 @@ Params resolve(const ParamSet& set, const json& config, const std::vector<std::p
   }
   std::set<std::string> given;
   if (!config.is_null())
-    for (const auto& [k, v] : flatten_config(config, set).items()) given.insert(k);
+    for (const json f = flatten_config(config, set); const auto& [k, v] : f.items()) given.insert(k);  // f outlives the loop
   for (const auto& [k, v] : assignments) {
     apply(k, v, "--set");
     given.insert(k);
