@@ -1,6 +1,7 @@
 // Runs a fuzz target (LLVMFuzzerTestOneInput) on every file of the folders or files given: the
 // regression check of the default suite (the seed corpus and every input that ever failed), built
 // with the ordinary compiler. tools/fuzz.sh builds the same targets with libFuzzer instead.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
