@@ -11,20 +11,36 @@
 //   R(alpha) = T - (T - R0) exp(-eta alpha),  E(alpha) = E0 exp(-eta (2 - eta) alpha),
 // and the generalisation error is eps = tr(E) / 2. The program integrates the ODE with hdat::integrate
 // and checks every observed state against the closed form (exit 0 when they agree, 1 otherwise).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "hdat/core/error.hpp"
 #include "hdat/core/integrate.hpp"
 #include "hdat/core/layout.hpp"
+#include "hdat/core/params.hpp"
 
-int main() {
-  const int K = 3;
-  const double eta = 0.5;
-  Eigen::MatrixXd T(K, K);  // teacher overlaps: unit norms, correlated outputs
-  T << 1.0, 0.3, 0.1,
-       0.3, 1.0, 0.2,
-       0.1, 0.2, 1.0;
+// The example's parameters, declared once with their defaults, ranges and meaning; arguments
+// key=value override them (e.g. `teacher_student eta=1.5 alpha_max=80`).
+hdat::ParamSet parameters() {
+  hdat::ParamSet p;
+  p.real("eta", 0.5, "learning rate (the error decays for 0 < eta < 2)", hdat::Range::open_between(0, 2));
+  p.real_matrix("T", hdat::json::array({{1.0, 0.3, 0.1}, {0.3, 1.0, 0.2}, {0.1, 0.2, 1.0}}), "teacher overlaps W* W*^T / N (K x K)");
+  p.real("alpha_max", 40.0, "last observation time", hdat::Range::positive());
+  return p;
+}
+
+int main(int argc, char** argv) try {
+  std::vector<std::pair<std::string, hdat::json>> assignments;
+  for (int i = 1; i < argc; ++i) assignments.push_back(hdat::parse_assignment(argv[i]));
+  const hdat::Params params = hdat::resolve(parameters(), nullptr, assignments);
+  const double eta = params.real("eta");
+  const Eigen::MatrixXd T = params.matrix("T");
+  const int K = static_cast<int>(T.rows());
+  if (T.cols() != K || !T.isApprox(T.transpose())) throw hdat::InputError("T", "must be a symmetric square matrix");
 
   hdat::StateLayout layout;
   layout.add("R", K, K).add("Q", K, K, /*symmetric=*/true);
@@ -66,7 +82,7 @@ int main() {
   options.rtol = 1e-10;
   options.atol = 1e-12;
   options.component_name = [&](int k) { return layout.component_name(k); };
-  const std::vector<double> times = hdat::log_spaced(1e-2, 40.0, 41);  // 0, then log-spaced to alpha = 40
+  const std::vector<double> times = hdat::log_spaced(1e-2, params.real("alpha_max"), 41);  // 0, then log-spaced
   const hdat::IntegrateSummary summary = hdat::integrate(rhs, x0, 0.0, times, observe, options);  // ... Summary out
   std::printf("%s\n", summary.report().c_str());
 
@@ -75,4 +91,7 @@ int main() {
   std::printf("%d observations, largest deviation from the closed form %.3e (allowed %.0e): %s\n", observed, worst, allowed,
               agree ? "agree" : "DISAGREE");
   return agree ? 0 : 1;
+} catch (const hdat::InputError& e) {
+  std::fprintf(stderr, "teacher_student: %s\n", e.what());
+  return 2;
 }
