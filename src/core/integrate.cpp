@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 
 #include "hdat/core/error.hpp"
@@ -125,11 +126,132 @@ nlohmann::json IntegrateSummary::to_json() const {
           {"largest_step", largest_step}, {"wall_seconds", wall_seconds}, {"rhs_seconds", rhs_seconds}};
 }
 
+std::string stepper_name(Stepper s) {
+  switch (s) {
+    case Stepper::dopri5: return "dopri5";
+    case Stepper::rkf78: return "rkf78";
+    case Stepper::cash_karp54: return "cash_karp54";
+    case Stepper::rosenbrock4: return "rosenbrock4";
+  }
+  return "?";
+}
+
+std::vector<std::string> stepper_names() { return {"dopri5", "rkf78", "cash_karp54", "rosenbrock4"}; }
+
+Stepper stepper_from_name(const std::string& name) {
+  for (Stepper s : {Stepper::dopri5, Stepper::rkf78, Stepper::cash_karp54, Stepper::rosenbrock4})
+    if (stepper_name(s) == name) return s;
+  throw InputError("stepper", "unknown stepper '" + name + "'; allowed: dopri5|rkf78|cash_karp54|rosenbrock4");
+}
+
+void IntegrateOptions::validate() const {
+  auto require = [](bool ok, const char* key, const std::string& what) {
+    if (!ok) throw InputError(key, what);
+  };
+  require(rtol > 0 && std::isfinite(rtol), "rtol", fmt::format("must be > 0 (got {:g})", rtol));
+  require(atol > 0 && std::isfinite(atol), "atol", fmt::format("must be > 0 (got {:g})", atol));
+  require(initial_step >= 0, "initial_step", fmt::format("must be >= 0, 0 choosing it automatically (got {:g})", initial_step));
+  require(max_step >= 0, "max_step", fmt::format("must be >= 0, 0 for unlimited (got {:g})", max_step));
+  require(max_steps > 0, "max_steps", fmt::format("must be > 0 (got {})", max_steps));
+  require(time_scale > 0, "time_scale", fmt::format("must be > 0 (got {:g})", time_scale));
+  require(divergence > 0, "divergence", fmt::format("must be > 0 (got {:g})", divergence));
+}
+
+namespace {
+
+// One error-controlled step attempt of each Odeint stepper behind one interface, so that a single
+// loop drives them all. A dense stepper interpolates inside a step; the others land on the
+// observation times.
+class StepAttempt {
+ public:
+  virtual ~StepAttempt() = default;
+  virtual bool dense() const = 0;
+  /// Try a step dt from (x, dxdt) at s. On success: xnew, dxnew, s += dt; dt is the controller's
+  /// next suggestion either way.
+  virtual bool try_step(const State& x, const State& dxdt, double& s, State& xnew, State& dxnew, double& dt) = 0;
+  /// The dense output at so inside the last step [s_old, s_new].
+  virtual void interpolate(double, const State&, const State&, double, const State&, const State&, double, State&) {}
+};
+
+class Dopri5Attempt : public StepAttempt {
+ public:
+  Dopri5Attempt(const CountedSystem& sys, const IntegrateOptions& o)
+      : sys_(sys), stepper_(odeint::make_controlled(o.atol, o.rtol, o.max_step, odeint::runge_kutta_dopri5<State>())) {}
+  bool dense() const override { return true; }
+  bool try_step(const State& x, const State& dxdt, double& s, State& xnew, State& dxnew, double& dt) override {
+    return stepper_.try_step(sys_, x, dxdt, s, xnew, dxnew, dt) == odeint::success;
+  }
+  void interpolate(double so, const State& x, const State& dxdt, double s_old, const State& xnew, const State& dxnew, double s_new,
+                   State& out) override {
+    stepper_.stepper().calc_state(so, out, x, dxdt, s_old, xnew, dxnew, s_new);
+  }
+
+ private:
+  const CountedSystem& sys_;
+  decltype(odeint::make_controlled(0.0, 0.0, 0.0, odeint::runge_kutta_dopri5<State>())) stepper_;
+};
+
+template <class Controlled>
+class ExplicitAttempt : public StepAttempt {
+ public:
+  ExplicitAttempt(const CountedSystem& sys, Controlled stepper) : sys_(sys), stepper_(std::move(stepper)) {}
+  bool dense() const override { return false; }
+  bool try_step(const State& x, const State& dxdt, double& s, State& xnew, State& dxnew, double& dt) override {
+    if (stepper_.try_step(sys_, x, dxdt, s, xnew, dt) != odeint::success) return false;
+    sys_(xnew, dxnew, s);  // the next step starts from f(xnew)
+    return true;
+  }
+
+ private:
+  const CountedSystem& sys_;
+  Controlled stepper_;
+};
+template <class Controlled>
+std::unique_ptr<StepAttempt> explicit_attempt(const CountedSystem& sys, Controlled stepper) {
+  return std::make_unique<ExplicitAttempt<Controlled>>(sys, std::move(stepper));
+}
+
+class Rosenbrock4Attempt : public StepAttempt {
+ public:
+  Rosenbrock4Attempt(const CountedSystem& sys, const IntegrateOptions& o, long* jacobian_calls)
+      : sys_(sys), jacobian_{&sys, jacobian_calls}, stepper_(o.atol, o.rtol, o.max_step) {}
+  bool dense() const override { return false; }
+  bool try_step(const State& x, const State&, double& s, State& xnew, State&, double& dt) override {
+    UState ux(x.size()), uxnew(x.size());
+    std::copy(x.begin(), x.end(), ux.begin());
+    auto f = [this](const UState& a, UState& b, double t) { sys_(a, b, t); };
+    auto jac = [this](const UState& a, UMatrix& J, double t, UState& dfdt) { jacobian_(a, J, t, dfdt); };
+    if (stepper_.try_step(std::make_pair(f, jac), ux, s, uxnew, dt) != odeint::success) return false;
+    std::copy(uxnew.begin(), uxnew.end(), xnew.begin());
+    return true;
+  }
+
+ private:
+  const CountedSystem& sys_;
+  FdJacobian jacobian_;
+  odeint::rosenbrock4_controller<odeint::rosenbrock4<double>> stepper_;
+};
+
+std::unique_ptr<StepAttempt> make_attempt(const CountedSystem& sys, const IntegrateOptions& o, long* jacobian_calls) {
+  switch (o.stepper) {
+    case Stepper::dopri5: return std::make_unique<Dopri5Attempt>(sys, o);
+    case Stepper::rkf78:
+      return explicit_attempt(sys, odeint::make_controlled(o.atol, o.rtol, o.max_step, odeint::runge_kutta_fehlberg78<State>()));
+    case Stepper::cash_karp54:
+      return explicit_attempt(sys, odeint::make_controlled(o.atol, o.rtol, o.max_step, odeint::runge_kutta_cash_karp54<State>()));
+    case Stepper::rosenbrock4: return std::make_unique<Rosenbrock4Attempt>(sys, o, jacobian_calls);
+  }
+  throw std::logic_error("unknown stepper");
+}
+
+}  // namespace
+
 IntegrateSummary integrate(const OdeSystem& f, const Eigen::VectorXd& x0, double t0, const std::vector<double>& times,
                            const OdeObserver& observe, const IntegrateOptions& opt) {
+  opt.validate();
   const auto start = Clock::now();
   IntegrateSummary sum;
-  sum.stepper = opt.stepper;
+  sum.stepper = stepper_name(opt.stepper);
   sum.rtol = opt.rtol;
   sum.atol = opt.atol;
   sum.log_time = opt.log_time;
@@ -144,8 +266,8 @@ IntegrateSummary integrate(const OdeSystem& f, const Eigen::VectorXd& x0, double
   };
   if (!std::is_sorted(times.begin(), times.end()) || (!times.empty() && times.front() < t0))
     throw std::invalid_argument("integrate: observation times must be sorted and >= t0");
-  if (opt.log_time && !(opt.time_scale > 0 && t0 > -opt.time_scale))
-    throw std::invalid_argument("integrate: log time needs time_scale > 0 and t0 > -time_scale");
+  if (opt.log_time && !(t0 > -opt.time_scale))
+    throw std::invalid_argument("integrate: log time needs t0 > -time_scale");
 
   const std::size_t n = static_cast<std::size_t>(x0.size());
   CountedSystem sys{&f, &opt, &sum.rhs_calls, &sum.rhs_seconds, {}, {}};
@@ -174,13 +296,19 @@ IntegrateSummary integrate(const OdeSystem& f, const Eigen::VectorXd& x0, double
 
   const double s_end = s_of(times.back());
   double s = s_of(t0);
-  State x(x0.data(), x0.data() + n), dxdt(n), xnew(n), dxnew(n);
+  State x(x0.data(), x0.data() + n), dxdt(n), xnew(n), dxnew(n), xinterp(n);
 
-  // Observation of every requested time in (s_old, s_new], through the interpolant `interp`.
-  auto observe_through = [&](double s_new, auto&& interp) -> bool {
+  // Observation of every requested time in (s_old, s_new]: interpolated by a dense stepper, else the
+  // step landed on it.
+  auto observe_through = [&](StepAttempt& attempt, double s_old, double s_new) -> bool {
     while (next < times.size() && s_of(times[next]) <= s_new * (1 + 1e-15) + 1e-300) {
-      const double so = std::min(s_of(times[next]), s_new);
-      interp(so, xobs.data());
+      if (attempt.dense()) {
+        const double so = std::min(s_of(times[next]), s_new);
+        attempt.interpolate(so, x, dxdt, s_old, xnew, dxnew, s_new, xinterp);
+      } else {
+        xinterp = xnew;
+      }
+      std::copy(xinterp.begin(), xinterp.end(), xobs.data());
       ++sum.observations;
       if (!observe(times[next], xobs)) {
         sum.status = IntegrateStatus::stopped_by_event;
@@ -231,137 +359,42 @@ IntegrateSummary integrate(const OdeSystem& f, const Eigen::VectorXd& x0, double
       dt = std::min(dt, 0.1 * (s_end - s));
       if (opt.max_step > 0) dt = std::min(dt, opt.max_step);
     }
-    const double span = s_end - s;
-    dt = std::max(dt, 1e-14 * std::max(1.0, std::fabs(span)));
+    dt = std::max(dt, 1e-14 * std::max(1.0, std::fabs(s_end - s)));
 
-    auto record_step = [&](double h) {
+    const std::unique_ptr<StepAttempt> attempt = make_attempt(sys, opt, &sum.jacobian_calls);
+    // The one stepping loop: attempt, reject or accept, check, observe.
+    while (next < times.size()) {
+      if (sum.accepted_steps + sum.rejected_steps >= opt.max_steps) {
+        sum.status = IntegrateStatus::max_steps;
+        sum.message = fmt::format("{} steps reached at t={:.6g}", opt.max_steps, t_of(s));
+        break;
+      }
+      if (dt < 1e-15 * std::max(1.0, std::fabs(s))) {
+        sum.status = IntegrateStatus::step_underflow;
+        sum.message = fmt::format("step size underflow ({:.3g}) at t={:.6g}", dt, t_of(s));
+        break;
+      }
+      // A dense stepper only stops at the end (it never evaluates the system beyond it); the others
+      // at the next observation time.
+      const double s_target = attempt->dense() ? s_end : s_of(times[next]);
+      const bool hit = s + dt >= s_target;
+      double dt_try = hit ? s_target - s : dt;
+      const double h = dt_try, s_old = s;
+      if (!attempt->try_step(x, dxdt, s, xnew, dxnew, dt_try)) {
+        ++sum.rejected_steps;
+        dt = dt_try;
+        continue;
+      }
+      if (!hit || attempt->dense()) dt = dt_try;  // keep the controller's suggestion unless the step was clipped
       ++sum.accepted_steps;
       sum.smallest_step = std::min(sum.smallest_step, h);
       sum.largest_step = std::max(sum.largest_step, h);
-    };
-    auto underflow = [&](double h) {
-      if (h < 1e-15 * std::max(1.0, std::fabs(s))) {
-        sum.status = IntegrateStatus::step_underflow;
-        sum.message = fmt::format("step size underflow ({:.3g}) at t={:.6g}", h, t_of(s));
-        return true;
-      }
-      return false;
-    };
-
-    if (opt.stepper == "dopri5") {
-      auto stepper = odeint::make_controlled(opt.atol, opt.rtol, opt.max_step, odeint::runge_kutta_dopri5<State>());
-      while (next < times.size()) {
-        if (sum.accepted_steps + sum.rejected_steps >= opt.max_steps) {
-          sum.status = IntegrateStatus::max_steps;
-          sum.message = fmt::format("{} steps reached at t={:.6g}", opt.max_steps, t_of(s));
-          break;
-        }
-        if (underflow(dt)) break;
-        const bool last = s + dt >= s_end;
-        if (last) dt = s_end - s;  // never evaluate the system beyond the final time
-        double s_old = s;
-        double h = dt;
-        if (stepper.try_step(sys, x, dxdt, s, xnew, dxnew, dt) == odeint::fail) {
-          ++sum.rejected_steps;
-          continue;
-        }
-        record_step(h);
-        if (last) s = s_end;
-        const bool fine = check_state(xnew, s);
-        if (fine || sum.status == IntegrateStatus::stopped_by_event) {
-          auto interp = [&](double so, double* out) {
-            State tmp(n);
-            stepper.stepper().calc_state(so, tmp, x, dxdt, s_old, xnew, dxnew, s);
-            std::copy(tmp.begin(), tmp.end(), out);
-          };
-          if (!observe_through(s, interp)) {
-            x.swap(xnew), dxdt.swap(dxnew);
-            break;
-          }
-        }
-        x.swap(xnew), dxdt.swap(dxnew);
-        sum.t_reached = t_of(s);
-        if (!fine) break;
-      }
-    } else if (opt.stepper == "rkf78" || opt.stepper == "cash_karp54") {
-      auto run = [&](auto&& stepper) {
-        while (next < times.size()) {
-          if (sum.accepted_steps + sum.rejected_steps >= opt.max_steps) {
-            sum.status = IntegrateStatus::max_steps;
-            sum.message = fmt::format("{} steps reached at t={:.6g}", opt.max_steps, t_of(s));
-            return;
-          }
-          if (underflow(dt)) return;
-          // Without a dense output of matching order, steps land exactly on the observation times.
-          const double s_target = s_of(times[next]);
-          const bool hit = s + dt >= s_target;
-          double dt_try = hit ? s_target - s : dt;
-          double h = dt_try;
-          if (stepper.try_step(sys, x, dxdt, s, xnew, dt_try) == odeint::fail) {
-            ++sum.rejected_steps;
-            dt = dt_try;
-            continue;
-          }
-          if (!hit) dt = dt_try;  // keep the controller's suggestion unless the step was clipped
-          record_step(h);
-          if (hit) s = s_target;
-          const bool fine = check_state(xnew, s);
-          if (fine || sum.status == IntegrateStatus::stopped_by_event) {
-            sys(xnew, dxnew, s);
-            auto interp = [&](double, double* out) { std::copy(xnew.begin(), xnew.end(), out); };
-            if (!observe_through(s, interp)) {
-              x.swap(xnew), dxdt.swap(dxnew);
-              return;
-            }
-          }
-          x.swap(xnew), dxdt.swap(dxnew);
-          sum.t_reached = t_of(s);
-          if (!fine) return;
-        }
-      };
-      if (opt.stepper == "rkf78") run(odeint::make_controlled(opt.atol, opt.rtol, opt.max_step, odeint::runge_kutta_fehlberg78<State>()));
-      else run(odeint::make_controlled(opt.atol, opt.rtol, opt.max_step, odeint::runge_kutta_cash_karp54<State>()));
-    } else if (opt.stepper == "rosenbrock4") {
-      FdJacobian jac{&sys, &sum.jacobian_calls};
-      odeint::rosenbrock4_controller<odeint::rosenbrock4<double>> stepper(opt.atol, opt.rtol, opt.max_step);
-      UState ux(n), uxnew(n);
-      std::copy(x.begin(), x.end(), ux.begin());
-      auto sysf = [&](const UState& a, UState& b, double tt) { sys(a, b, tt); };
-      auto jacf = [&](const UState& a, UMatrix& J, double tt, UState& dfdt) { jac(a, J, tt, dfdt); };
-      while (next < times.size()) {
-        if (sum.accepted_steps + sum.rejected_steps >= opt.max_steps) {
-          sum.status = IntegrateStatus::max_steps;
-          sum.message = fmt::format("{} steps reached at t={:.6g}", opt.max_steps, t_of(s));
-          break;
-        }
-        if (underflow(dt)) break;
-        const double s_target = s_of(times[next]);
-        const bool hit = s + dt >= s_target;
-        double dt_try = hit ? s_target - s : dt;
-        double h = dt_try;
-        if (stepper.try_step(std::make_pair(sysf, jacf), ux, s, uxnew, dt_try) == odeint::fail) {
-          ++sum.rejected_steps;
-          dt = dt_try;
-          continue;
-        }
-        if (!hit) dt = dt_try;
-        record_step(h);
-        if (hit) s = s_target;
-        State xs(uxnew.begin(), uxnew.end());
-        const bool fine = check_state(xs, s);
-        if (fine || sum.status == IntegrateStatus::stopped_by_event) {
-          auto interp = [&](double, double* out) { std::copy(uxnew.begin(), uxnew.end(), out); };
-          if (!observe_through(s, interp)) {
-            ux.swap(uxnew);
-            break;
-          }
-        }
-        ux.swap(uxnew);
-        sum.t_reached = t_of(s);
-        if (!fine) break;
-      }
-    } else {
-      throw InputError("stepper", "unknown stepper '" + opt.stepper + "'; allowed: dopri5|rkf78|cash_karp54|rosenbrock4");
+      if (hit) s = s_target;
+      const bool fine = check_state(xnew, s);
+      const bool go_on = (fine || sum.status == IntegrateStatus::stopped_by_event) ? observe_through(*attempt, s_old, s) : false;
+      x.swap(xnew), dxdt.swap(dxnew);
+      sum.t_reached = t_of(s);
+      if (!fine || !go_on) break;
     }
   } catch (const RhsFailure& e) {
     sum.status = e.component >= 0 ? IntegrateStatus::nonfinite : IntegrateStatus::failed;

@@ -14,6 +14,12 @@ StateLayout& StateLayout::add(const std::string& name, int rows, int cols, bool 
   return *this;
 }
 
+StateLayout& StateLayout::add_vector(const std::string& name, int n) {
+  add(name, n, 1);
+  blocks_.back().vector = true;
+  return *this;
+}
+
 bool StateLayout::contains(const std::string& name) const {
   for (const auto& b : blocks_)
     if (b.name == name) return true;
@@ -45,8 +51,24 @@ std::vector<std::string> StateLayout::columns(const std::string& suffix) const {
   std::vector<std::string> out;
   for (const auto& b : blocks_)
     for (int i = 0; i < b.rows; ++i)
-      for (int j = b.symmetric ? i : 0; j < b.cols; ++j) out.push_back(fmt::format("{}_{}_{}{}", b.name, i, j, suffix));
+      for (int j = b.symmetric ? i : 0; j < b.cols; ++j)
+        out.push_back(b.vector ? fmt::format("{}_{}{}", b.name, i, suffix) : fmt::format("{}_{}_{}{}", b.name, i, j, suffix));
   return out;
+}
+
+Eigen::VectorXd StateLayout::from_values(const std::vector<double>& values) const {
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(size_);
+  std::size_t k = 0;
+  for (const auto& b : blocks_) {
+    auto m = view(x, b.name);
+    for (int i = 0; i < b.rows; ++i)
+      for (int j = b.symmetric ? i : 0; j < b.cols; ++j) {
+        if (k >= values.size()) throw std::logic_error("StateLayout::from_values: too few values");
+        m(i, j) = values[k++];
+        if (b.symmetric) m(j, i) = m(i, j);
+      }
+  }
+  return x;
 }
 
 std::vector<double> StateLayout::values(const Eigen::VectorXd& x) const {
@@ -63,6 +85,7 @@ std::string StateLayout::component_name(int k) const {
   for (const auto& b : blocks_)
     if (k >= b.offset && k < b.offset + b.size()) {
       const int local = k - b.offset;
+      if (b.vector) return fmt::format("{}_{}", b.name, local);
       return fmt::format("{}_{}_{}", b.name, local % b.rows, local / b.rows);  // column-major storage
     }
   return fmt::format("component {}", k);

@@ -342,8 +342,10 @@ Params resolve(const ParamSet& set, const json& config, const std::vector<std::p
     for (auto it = f.begin(); it != f.end(); ++it) apply(it.key(), it.value(), "--config");
   }
   std::set<std::string> given;
-  if (!config.is_null())
-    for (const json f = flatten_config(config, set); const auto& [k, v] : f.items()) given.insert(k);  // f outlives the loop
+  if (!config.is_null()) {
+    const json flat_config = flatten_config(config, set);
+    for (auto it = flat_config.begin(); it != flat_config.end(); ++it) given.insert(it.key());
+  }
   for (const auto& [k, v] : assignments) {
     apply(k, v, "--set");
     given.insert(k);

@@ -17,7 +17,7 @@ TEST_CASE("harmonic oscillator: observations at requested times match the exact 
     double worst = 0;
     int seen = 0;
     IntegrateOptions opt;
-    opt.stepper = stepper;
+    opt.stepper = stepper_from_name(stepper);
     opt.rtol = 1e-10;
     opt.atol = 1e-12;
     auto sum = integrate(f, x0, 0.0, times, [&](double t, const Eigen::VectorXd& x) {

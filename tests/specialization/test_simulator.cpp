@@ -8,7 +8,8 @@
 
 #include "common.hpp"
 #include "hdat/specialization/curve.hpp"
-#include "hdat/specialization/simulate.hpp"
+#include "hdat/core/harness.hpp"
+#include "hdat/specialization/declaration.hpp"
 #include "hdat/specialization/simulator.hpp"
 
 using namespace hdat;
@@ -42,25 +43,20 @@ TEST_CASE("initial overlaps match their exact law: M_hf ~ N(0, s0^2/D), R = s0^2
 }
 
 TEST_CASE("runs are reproducible and independent of the thread count") {
-  const Params p = params({"H=2", "activation=softmax"});
-  const Setup s = setup_from(p);
-  EnsembleOptions o;
-  o.D = 150;
-  o.seeds = 3;
-  o.seed = 4;
-  o.test_size = 200;
-  o.quiet = true;
-  const std::vector<double> times = {0.0, 0.5, 1.0};
-  o.threads = 1;
-  const Ensemble a = simulate_ensemble(s, times, o);
-  o.threads = 2;
-  const Ensemble b = simulate_ensemble(s, times, o);
+  const auto model = dynamics_model();
+  auto ensemble = [&](const char* seed, int threads) {
+    const Params p = params({"H=2", "activation=softmax", "D=150", "seeds=3", seed, "test_size=200", "t_points=[0,0.5,1]"});
+    RunContext ctx;
+    ctx.quiet = true;
+    ctx.threads = threads;
+    return run_ensemble(*model, p, model->settings(p), 150, ctx);
+  };
+  const Ensemble a = ensemble("seed=4", 1), b = ensemble("seed=4", 2);
   REQUIRE(a.runs.size() == 3);
   for (std::size_t k = 0; k < 3; ++k) CHECK(a.runs[k].to_csv() == b.runs[k].to_csv());
   CHECK(a.mean.to_csv() == b.mean.to_csv());
   // A different seed gives a different run.
-  o.seed = 5;
-  const Ensemble c = simulate_ensemble(s, times, o);
+  const Ensemble c = ensemble("seed=5", 2);
   CHECK(c.runs[0].to_csv() != a.runs[0].to_csv());
 }
 
@@ -82,22 +78,17 @@ TEST_CASE("projected test sequences have the law of full D-dimensional ones") {
 }
 
 TEST_CASE("an interrupted ensemble keeps its finished seeds and the rerun reuses them") {
-  const Params p = params({"H=1", "activation=softmax"});
-  const Setup s = setup_from(p);
+  const auto model = dynamics_model();
+  const Params p = params({"H=1", "activation=softmax", "D=100", "seeds=2", "test_size=100", "t_points=[0,0.5]"});
   const auto dir = std::filesystem::temp_directory_path() / "hdat_test_sim_persist";
   std::filesystem::remove_all(dir);
-  EnsembleOptions o;
-  o.D = 100;
-  o.seeds = 2;
-  o.test_size = 100;
-  o.quiet = true;
-  o.threads = 1;
-  o.persist = dir;
-  o.config_hash = config_hash(p, o.D);
-  const std::vector<double> times = {0.0, 0.5};
-  const Ensemble first = simulate_ensemble(s, times, o);
-  CHECK(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()) == 2);
-  const Ensemble again = simulate_ensemble(s, times, o);  // loads both seeds from disk
+  RunContext ctx;
+  ctx.quiet = true;
+  ctx.threads = 1;
+  ctx.out = dir;
+  const Ensemble first = run_ensemble(*model, p, model->settings(p), 100, ctx);
+  CHECK(std::distance(std::filesystem::directory_iterator(dir / "seeds"), std::filesystem::directory_iterator()) == 2);
+  const Ensemble again = run_ensemble(*model, p, model->settings(p), 100, ctx);  // loads both seeds from disk
   CHECK(again.mean.to_csv() == first.mean.to_csv());
   std::filesystem::remove_all(dir);
 }

@@ -5,7 +5,8 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
-#include "hdat/specialization/validate.hpp"
+#include "hdat/core/harness.hpp"
+#include "hdat/specialization/declaration.hpp"
 
 using namespace hdat;
 using namespace hdat::specialization;
@@ -16,7 +17,7 @@ RunOutput run_validate(std::vector<std::string> sets) {
   RunContext ctx;
   ctx.quiet = true;
   ctx.threads = 2;
-  return validate_command(params(sets), ctx);
+  return dynamics_validate(*dynamics_model(), params(sets), ctx);
 }
 }  // namespace
 
@@ -31,7 +32,7 @@ TEST_CASE("early phase of a multi-head run: agreement; broken eta^2 term or wron
   const std::vector<std::string> base = {"H=2", "activation=softmax", "eta=1", "dims=[300]", "seeds=8", "t_max=10",
                                          "n_points=8", "test_size=4000", "mc_samples=8000"};
   CHECK(run_validate(base).exit_code == 0);
-  for (const char* broken : {"broken_term=eta2", "broken_term=sign_gg"}) {
+  for (const char* broken : {"break_term=eta2", "break_term=sign_gg"}) {
     CAPTURE(broken);
     auto sets = base;
     sets.push_back(broken);
@@ -48,7 +49,7 @@ TEST_CASE("drift check: every term agrees for every activation, and a broken ter
     const auto ok = run_validate(base);
     CHECK(ok.exit_code == 0);
     auto sets = base;
-    sets.push_back("broken_term=eta2");
+    sets.push_back("break_term=eta2");
     CHECK(run_validate(sets).exit_code == 1);
   }
 }

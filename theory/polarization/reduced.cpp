@@ -202,7 +202,7 @@ std::vector<EventCondition> event_conditions(const Config& c, const FlowSystem& 
 
 IntegrateOptions integrate_options(const Config& c, const FlowSystem& flow) {
   IntegrateOptions o;
-  o.stepper = c.stepper;
+  o.stepper = stepper_from_name(c.stepper);
   o.rtol = c.rtol;
   o.atol = c.atol;
   o.log_time = c.log_time;

@@ -63,10 +63,8 @@ std::pair<double, double> bayes_risk(const Setup& s, long samples, Sampling samp
         if (discrete) {
           theta = pr.points.row(k).transpose();
           wk = pr.probs(k);
-        } else if (pr.kind == Prior::Kind::gaussian) {
-          for (int f = 0; f < F; ++f) theta(f) = pr.mean(f) + pr.std(f) * z[F * L + f];
         } else {
-          for (int f = 0; f < F; ++f) theta(f) = z[F * L + f] >= 0 ? pr.amplitudes(f) : -pr.amplitudes(f);
+          pr.from_normals(z + F * L, theta);
         }
         for (int l = 0; l < L; ++l) {
           for (int f = 0; f < F; ++f) lam(f) = z[l * F + f] + (l == 0 ? theta(f) : 0.0);

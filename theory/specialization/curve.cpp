@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "hdat/core/harness.hpp"
 #include "hdat/core/progress.hpp"
 #include "hdat/specialization/bayes.hpp"
 
@@ -106,7 +107,7 @@ FlowOptions flow_options(const Params& p, int threads) {
   o.sampling = sampling_from_name(p.text("sampling"));
   o.seed = static_cast<std::uint64_t>(p.integer("seed"));
   o.threads = threads;
-  o.broken_term = p.text("broken_term");
+  o.break_term = p.text("break_term");
   return o;
 }
 
@@ -114,7 +115,7 @@ IntegrateOptions integrate_options(const Params& p, const StateLayout& layout) {
   IntegrateOptions o;
   o.rtol = p.real("rtol");
   o.atol = p.real("atol");
-  o.stepper = p.text("stepper");
+  o.stepper = stepper_from_name(p.text("stepper"));
   o.divergence = 1e6;  // overlaps of unit-scale spikes: anything this large is a blow-up
   o.component_name = [layout](int k) { return layout.component_name(k); };
   return o;
@@ -123,84 +124,61 @@ IntegrateOptions integrate_options(const Params& p, const StateLayout& layout) {
 Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::MatrixXd& M0, const Eigen::MatrixXd& R0,
                           const std::vector<double>& times, const IntegrateOptions& options) {
   const StateLayout& layout = flow.layout();
-  std::vector<std::string> cols = {"t", "risk", "risk_se"};
-  for (const auto& c : layout.columns()) cols.push_back(c);
-  Trajectory out{Table(cols), {}, M0, R0, 0.0};
-  auto observe = [&](double t, const Eigen::VectorXd& x) {
-    const Eigen::MatrixXd M = layout.view(x, "M");
-    const Eigen::MatrixXd R = layout.view(x, "R");
-    const auto [risk, se] = flow.risk(M, R);
-    std::vector<double> row = {t, risk, se};
-    for (double v : layout.values(x)) row.push_back(v);
-    out.table.add_row(row);
-    out.M_final = M;
-    out.R_final = R;
-    double low = 0;
-    psd_sqrt(R - M * M.transpose(), &low);
-    out.worst_psd_violation = std::min(out.worst_psd_violation, low);
-    return !interrupted();
-  };
-  auto system = [&flow](const ConstVecRef& x, VecRef dxdt, double t) { flow(x, dxdt, t); };
-  out.solver = integrate(system, pack_state(flow.setup(), M0, R0), times.front(), times, observe, options);
+  TheoryRun run = flow.run(pack_state(flow.setup(), M0, R0), times, options);
+  Trajectory out{std::move(run.table), run.solver, layout.view(run.final, "M"), layout.view(run.final, "R"), worst_psd_violation(run.table, flow.setup())};
   return out;
 }
 
-RunOutput curve_command(const Params& p, RunContext& ctx) {
-  const Setup s = setup_from(p);
-  const OrderParameterFlow flow(s, flow_options(p, ctx.threads));
-  Eigen::MatrixXd M0, R0;
-  initial_overlaps(p, s, M0, R0);
-  const std::vector<double> times = observation_times(p);
-  const auto start = std::chrono::steady_clock::now();
-  Trajectory tr = integrate_flow(flow, M0, R0, times, integrate_options(p, flow.layout()));
-  const auto [bayes, bayes_se] = bayes_risk(s, std::max<long>(p.integer("mc_samples"), 20000), sampling_from_name(p.text("sampling")),
-                                            s.seed, ctx.threads);
-  const Events ev = detect_events(tr.table, s.H, s.F, p.real("split_threshold"));
+double worst_psd_violation(const Table& curve, const Setup& s) {
+  double worst = 0;
+  for (std::size_t r = 0; r < curve.rows(); ++r) {
+    Eigen::MatrixXd M(s.H, s.F), R(s.H, s.H);
+    for (int h = 0; h < s.H; ++h) {
+      for (int f = 0; f < s.F; ++f) M(h, f) = curve.number(r, fmt::format("M_{}_{}", h, f));
+      for (int k = h; k < s.H; ++k) R(h, k) = R(k, h) = curve.number(r, fmt::format("R_{}_{}", h, k));
+    }
+    double low = 0;
+    psd_sqrt(R - M * M.transpose(), &low);
+    worst = std::min(worst, low);
+  }
+  return worst;
+}
 
-  RunOutput out;
-  out.tables["curve.csv"] = tr.table;
-  out.info["solver"] = tr.solver.to_json();
+void add_curve_results(const Params& p, RunOutput& out) {
+  const Setup s = setup_from(p);
+  const OrderParameterFlow flow(s, flow_options(p, 0));
+  const Table& curve = out.tables.at("curve.csv");
+  const auto [bayes, bayes_se] = bayes_risk(s, std::max<long>(p.integer("mc_samples"), 20000), sampling_from_name(p.text("sampling")),
+                                            s.seed, 0);
+  const Events ev = detect_events(curve, s.H, s.F, p.real("split_threshold"));
   out.info["theory"] = {{"samples", flow.samples().size()},
                         {"sampling", sampling_name(flow.samples().kind())},
                         {"head_permutations", flow.permutations()},
                         {"evaluations_per_expectation", flow.evaluations_per_expectation()},
-                        {"worst_psd_violation", tr.worst_psd_violation}};
+                        {"worst_psd_violation", worst_psd_violation(curve, s)}};
   out.info["bayes_risk"] = bayes;
   out.info["bayes_risk_se"] = bayes_se;
   out.info["events"] = ev.to_json();
-  auto matrix_json = [](const Eigen::MatrixXd& A) {
-    nlohmann::json j = nlohmann::json::array();
-    for (int i = 0; i < A.rows(); ++i) {
-      nlohmann::json row = nlohmann::json::array();
-      for (int k = 0; k < A.cols(); ++k) row.push_back(A(i, k));
-      j.push_back(row);
-    }
-    return j;
-  };
-  out.info["initial"] = {{"M", matrix_json(M0)}, {"R", matrix_json(R0)}};
-  out.info["final"] = {{"M", matrix_json(tr.M_final)}, {"R", matrix_json(tr.R_final)}};
   out.info["seeds"] = {{"seed", s.seed}, {"streams", "initial asymmetry: (seed, 0, 6); theory samples: (seed, 0, 11); Bayes risk: (seed, 0, 12)"}};
-
-  const std::size_t n = tr.table.rows();
-  const double final_risk = n ? tr.table.number(n - 1, "risk") : NAN, final_se = n ? tr.table.number(n - 1, "risk_se") : NAN;
-  out.info["final_risk"] = final_risk;
-  out.info["final_risk_se"] = final_se;
-  std::string summary = fmt::format("specialization ({}, {} aggregation, L={}, H={}, F={}, eta={}, {} prior): theory to t={:g}\n",
-                                    activation_name(s.activation), s.aggregation == Aggregation::mean ? "mean" : "sum", s.L, s.H, s.F,
-                                    s.eta, p.text("prior.kind"), tr.solver.t_reached);
-  summary += fmt::format("  final risk        {:.5f} ± {:.5f}   (Bayes risk {:.5f} ± {:.5f}, excess {:.5f})\n", final_risk, final_se,
-                         bayes, bayes_se, final_risk - bayes);
+  const std::size_t n = curve.rows();
+  const double final_risk = n ? curve.number(n - 1, "risk") : NAN;
+  out.summary += fmt::format("  Bayes risk         {:.5f} ± {:.5f} (excess of the final risk {:.5f})\n", bayes, bayes_se, final_risk - bayes);
   if (std::isfinite(ev.plateau_end))
-    summary += fmt::format("  plateau ends      t = {:.3g} (risk {:.5f})\n", ev.plateau_end, ev.plateau_risk);
+    out.summary += fmt::format("  plateau ends       t = {:.3g} (risk {:.5f})\n", ev.plateau_end, ev.plateau_risk);
   else
-    summary += "  plateau ends      not within the run (heads did not specialise)\n";
+    out.summary += "  plateau ends       not within the run (heads did not specialise)\n";
   for (std::size_t h = 0; h < ev.head_split_time.size(); ++h)
-    summary += fmt::format("  head {} specialises {}\n", h,
-                           std::isfinite(ev.head_split_time[h]) ? fmt::format("at t = {:.3g}", ev.head_split_time[h]) : "never");
-  summary += "  solver            " + tr.solver.brief() + "\n";
+    out.summary += fmt::format("  head {} specialises {}\n", h,
+                               std::isfinite(ev.head_split_time[h]) ? fmt::format("at t = {:.3g}", ev.head_split_time[h]) : "never");
 
-  if (p.boolean("prune") && tr.solver.ok()) {
-    const auto rows = prune_heads(flow, tr.M_final, tr.R_final);
+  const bool solved = out.info["solver"]["status"] == "completed" || out.info["solver"]["status"] == "stopped_by_event";
+  if (p.boolean("prune") && solved && n) {
+    Eigen::MatrixXd M(s.H, s.F), R(s.H, s.H);
+    for (int h = 0; h < s.H; ++h) {
+      for (int f = 0; f < s.F; ++f) M(h, f) = curve.number(n - 1, fmt::format("M_{}_{}", h, f));
+      for (int k = h; k < s.H; ++k) R(h, k) = R(k, h) = curve.number(n - 1, fmt::format("R_{}_{}", h, k));
+    }
+    const auto rows = prune_heads(flow, M, R);
     Table pt({"kept_heads", "risk", "risk_se", "risk_increase", "heads"});
     nlohmann::json pj = nlohmann::json::array();
     const double full = rows.front().risk;
@@ -212,20 +190,10 @@ RunOutput curve_command(const Params& p, RunContext& ctx) {
     }
     out.tables["prune.csv"] = pt;
     out.info["prune"] = pj;
-    summary += "  pruning           ";
-    for (const auto& r : rows) summary += fmt::format("{} heads: {:.4f}  ", r.kept, r.risk);
-    summary += "\n";
+    out.summary += "  pruning            ";
+    for (const auto& r : rows) out.summary += fmt::format("{} heads: {:.4f}  ", r.kept, r.risk);
+    out.summary += "\n";
   }
-  out.info["theory"]["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (interrupted()) {
-    out.exit_code = 130;
-    summary += fmt::format("  INTERRUPTED at t = {:.6g} (the rows computed before are kept)\n", tr.solver.t_reached);
-  } else if (!tr.solver.ok()) {
-    out.exit_code = 3;
-    summary += "  STOPPED: " + tr.solver.message + " (the rows computed before are kept)\n";
-  }
-  out.summary = summary;
-  return out;
 }
 
 }  // namespace hdat::specialization

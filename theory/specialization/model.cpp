@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <boost/random/normal_distribution.hpp>
+#include <boost/random/uniform_01.hpp>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/model.hpp"
 #include "hdat/core/random.hpp"
 
 namespace hdat::specialization {
@@ -39,6 +41,42 @@ Eigen::VectorXd Prior::variance() const {
     case Kind::signs: return amplitudes.array().square();
   }
   return {};
+}
+
+void Prior::sample(rng::Engine& engine, Eigen::VectorXd& theta) const {
+  boost::random::normal_distribution<double> normal;
+  const int n = F();
+  switch (kind) {
+    case Kind::gaussian:
+      for (int f = 0; f < n; ++f) theta(f) = mean(f) + std(f) * normal(engine);
+      break;
+    case Kind::discrete: {
+      const double u = boost::random::uniform_01<double>()(engine);
+      int k = 0;
+      double c = probs(0);
+      while (u > c && k + 1 < probs.size()) c += probs(++k);
+      theta = points.row(k).transpose();
+      break;
+    }
+    case Kind::signs:
+      for (int f = 0; f < n; ++f) theta(f) = (boost::random::uniform_01<double>()(engine) < 0.5 ? -1.0 : 1.0) * amplitudes(f);
+      break;
+  }
+}
+
+void Prior::from_normals(const double* z, Eigen::VectorXd& theta) const {
+  const int n = F();
+  if (kind == Kind::gaussian)
+    for (int f = 0; f < n; ++f) theta(f) = mean(f) + std(f) * z[f];
+  else if (kind == Kind::signs)
+    for (int f = 0; f < n; ++f) theta(f) = z[f] >= 0 ? amplitudes(f) : -amplitudes(f);
+  else
+    throw std::logic_error("Prior::from_normals: a discrete prior is enumerated, not sampled");
+}
+
+Eigen::VectorXd Setup::logit_offset(const Eigen::VectorXd& key_norms) const {
+  if (activation == Activation::bayes) return -0.5 * key_norms + bias;
+  return Eigen::VectorXd::Zero(key_norms.size());
 }
 
 Attention Setup::attention() const { return Attention(activation, aggregation, L, H); }
@@ -136,10 +174,8 @@ const ParamSet& parameters() {
         .real("t_relax", 300.0, "analyze: time along the symmetric flow before the Newton polish of the unspecialized fixed point",
               Range::nonnegative())
         .boolean("compare", true, "analyze: measure escape times and the order of features in online SGD over dims x seeds")
-        .boolean("stages", true, "analyze: also linearise at the later plateaus of the theory's trajectory (after the first split)")
-        .choice("broken_term", "none", {"none", "eta2", "sign_gg"},
-                "testing only: break the theory on purpose (drop the eta^2 term, or flip the sign of its 2 g g part) "
-                "to show that validate fails");
+        .boolean("stages", true, "analyze: also linearise at the later plateaus of the theory's trajectory (after the first split)");
+    declare_break_term(p, {"eta2", "sign_gg"});
     return p;
   }();
   return set;

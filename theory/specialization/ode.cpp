@@ -17,11 +17,18 @@ Eigen::MatrixXd psd_sqrt(const Eigen::MatrixXd& S, double* lowest) {
 
 namespace {
 
-// One base sample: for every head permutation and every enumerated prior point, the per-sequence
-// quantities whose expectations form the right-hand side. Layout of `out`:
-//   [ A (H x F) | B (H x H) | gs (H) | N (H x H) | e ]   (column-major blocks)
-// A_hf = Σ_ℓ g_hℓ λ_fℓ,  B_hh' = Σ_ℓ g_hℓ χ_h'ℓ,  gs_h = Σ_ℓ g_hℓ,
-// N_hh' = Σ_ℓ (|a|² + Δ²) J_{:,hℓ}·J_{:,h'ℓ} + 2 g_hℓ g_h'ℓ,  e = ½(Δ² + |a|²).
+// The per-sequence quantities whose expectations form the right-hand side, as named blocks of the
+// kernel's output (derivation.md §3):
+//   A_hf = Σ_ℓ g_hℓ λ_fℓ,  B_hh' = Σ_ℓ g_hℓ χ_h'ℓ,  gs_h = Σ_ℓ g_hℓ,
+//   N_hh' = Σ_ℓ (|a|² + Δ²) J_{:,hℓ}·J_{:,h'ℓ} + 2 g_hℓ g_h'ℓ,  e = ½(Δ² + |a|²).
+StateLayout kernel_outputs(int H, int F, bool risk_only) {
+  StateLayout out;
+  if (!risk_only) out.add("A", H, F).add("B", H, H).add_vector("gs", H).add("N", H, H);
+  out.add("e", 1, 1);
+  return out;
+}
+
+// One base sample: for every head permutation and every enumerated prior point, the quantities above.
 struct FlowKernel {
   // Shared, read-only.
   const Setup* s;
@@ -30,17 +37,18 @@ struct FlowKernel {
   const Eigen::VectorXd* theta_w;
   bool theta_from_sample;
   bool risk_only;
-  bool flip_gg = false;  // testing only (broken_term = sign_gg)
+  bool flip_gg = false;  // testing only (break_term = sign_gg)
   Eigen::MatrixXd M, C;  // H x F, H x H
   Attention att;
-  // Scratch (one copy per thread).
+  StateLayout outputs;
+  // Scratch (expectation() copies the kernel once per thread).
   Eigen::MatrixXd lam, zeta, chi, a, m, g, mm, N;
   Eigen::VectorXd w, err, theta;
 
   FlowKernel(const Setup& setup, const std::vector<std::vector<int>>& p, const Eigen::MatrixXd& th, const Eigen::VectorXd& tw,
              bool from_sample, bool only_risk, const Eigen::MatrixXd& Mm, const Eigen::MatrixXd& Cm, const Attention& attention)
       : s(&setup), perms(&p), thetas(&th), theta_w(&tw), theta_from_sample(from_sample), risk_only(only_risk), M(Mm), C(Cm),
-        att(attention) {
+        att(attention), outputs(kernel_outputs(static_cast<int>(Mm.rows()), setup.F, only_risk)) {
     const int L = s->L, H = static_cast<int>(M.rows()), F = s->F;
     lam.resize(F, L);
     zeta.resize(H, L);
@@ -55,20 +63,12 @@ struct FlowKernel {
     theta.resize(F);
   }
 
-  int out_dim() const {
-    const int H = static_cast<int>(M.rows()), F = s->F;
-    return risk_only ? 1 : H * F + 2 * H * H + H + 1;
-  }
+  int out_dim() const { return outputs.size(); }
 
-  void operator()(const double* z, double* out) const {
-    FlowKernel& k = const_cast<FlowKernel&>(*this);  // scratch only; each thread owns its copy
-    k.eval(z, out);
-  }
-
-  void eval(const double* z, double* out) {
+  void operator()(const double* z, double* out) {
     const int L = s->L, H = static_cast<int>(M.rows()), F = s->F;
-    const int dim = out_dim();
-    std::fill(out, out + dim, 0.0);
+    std::fill(out, out + out_dim(), 0.0);
+    double& e = outputs.view(out, "e")(0, 0);
     // Sample layout: [θ noise (F, if sampled)] then per token [λ noise (F), ζ (H_full)].
     const int H_full = s->H;
     const double* zt = z;
@@ -85,10 +85,7 @@ struct FlowKernel {
       for (int it = 0; it < n_theta; ++it) {
         double wt = perm_w;
         if (theta_from_sample) {
-          if (s->prior.kind == Prior::Kind::gaussian)
-            for (int f = 0; f < F; ++f) theta(f) = s->prior.mean(f) + s->prior.std(f) * zt[f];
-          else
-            for (int f = 0; f < F; ++f) theta(f) = zt[f] >= 0 ? s->prior.amplitudes(f) : -s->prior.amplitudes(f);
+          s->prior.from_normals(zt, theta);
         } else {
           theta = thetas->row(it).transpose();
           wt *= (*theta_w)(it);
@@ -102,34 +99,31 @@ struct FlowKernel {
         err = -w;
         err(0) += 1.0;
         const double a2 = err.squaredNorm();
-        out[dim - 1] += wt * 0.5 * (Delta2 + a2);
+        e += wt * 0.5 * (Delta2 + a2);
         if (risk_only) continue;
         att.vjp(a, m, err, g);
         g = -g;  // g_hℓ = −a·J_{:,hℓ}
-        double* A = out;
-        double* B = out + H * F;
-        double* gs = B + H * H;
-        double* Nn = gs + H;
-        // A_hf = Σ_ℓ g_ℓh λ_fℓ  (H x F, column-major: index h + H f)
+        auto A = outputs.view(out, "A");
+        auto B = outputs.view(out, "B");
+        auto gs = outputs.view(out, "gs");
         for (int f = 0; f < F; ++f)
           for (int h = 0; h < H; ++h) {
             double acc = 0;
             for (int l = 0; l < L; ++l) acc += g(l, h) * lam(f, l);
-            A[h + H * f] += wt * acc;
+            A(h, f) += wt * acc;
           }
         for (int hp = 0; hp < H; ++hp)
           for (int h = 0; h < H; ++h) {
             double acc = 0;
             for (int l = 0; l < L; ++l) acc += g(l, h) * chi(l, hp);
-            B[h + H * hp] += wt * acc;
+            B(h, hp) += wt * acc;
           }
-        for (int h = 0; h < H; ++h) gs[h] += wt * g.col(h).sum();
+        for (int h = 0; h < H; ++h) gs(h, 0) += wt * g.col(h).sum();
         mm.noalias() = m.transpose() * m;
         N.setZero();
         att.jacobian_gram(a, m, mm, a2 + Delta2, N);
         N.noalias() += (flip_gg ? -2.0 : 2.0) * g.transpose() * g;
-        for (int hp = 0; hp < H; ++hp)
-          for (int h = 0; h < H; ++h) Nn[h + H * hp] += wt * N(h, hp);
+        outputs.view(out, "N") += wt * N;
       }
     }
   }
@@ -181,35 +175,30 @@ long OrderParameterFlow::evaluations_per_expectation() const {
 }
 
 FlowTerms OrderParameterFlow::terms(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, bool with_se) const {
-  const int H = setup_.H, F = setup_.F;
+  const int H = setup_.H;
   FlowTerms t;
   const Eigen::MatrixXd C = psd_sqrt(R - M * M.transpose(), &t.psd_violation);
   t.psd_violation = std::min(0.0, t.psd_violation);
   Attention att = setup_.attention();
-  if (setup_.activation == Activation::bayes) att.logit_offset = -0.5 * R.diagonal() + setup_.bias;
+  att.logit_offset = setup_.logit_offset(R.diagonal());
   FlowKernel kernel(setup_, perms_, thetas_, theta_w_, theta_from_sample_, false, M, C, att);
-  kernel.flip_gg = options_.broken_term == "sign_gg";
-  const int dim = kernel.out_dim();
-  const Estimate est = expectation(*samples_, kernel, dim, with_se, options_.threads);
-  auto block = [&](const Eigen::VectorXd& v, int offset, int rows, int cols) {
-    return Eigen::Map<const Eigen::MatrixXd>(v.data() + offset, rows, cols).eval();
-  };
-  const Eigen::MatrixXd A = block(est.mean, 0, H, F), B = block(est.mean, H * F, H, H);
-  const Eigen::VectorXd gs = block(est.mean, H * F + H * H, H, 1);
-  const Eigen::MatrixXd Nn = block(est.mean, H * F + H * H + H, H, H);
+  kernel.flip_gg = options_.break_term == "sign_gg";
+  const Estimate est = expectation(*samples_, kernel, kernel.out_dim(), with_se, options_.threads);
+  const StateLayout& E = kernel.outputs;
+  const Eigen::MatrixXd A = E.view(est.mean, "A"), B = E.view(est.mean, "B"), Nn = E.view(est.mean, "N");
+  const Eigen::VectorXd gs = E.view(est.mean, "gs");
   const double eta = setup_.eta, kap = setup_.kappa();
   t.dM = -eta * (A - kap * (gs.asDiagonal() * M));
   t.dR_drift.resize(H, H);
   for (int h = 0; h < H; ++h)
     for (int k = 0; k < H; ++k) t.dR_drift(h, k) = -eta * (B(k, h) + B(h, k) - kap * R(h, k) * (gs(k) + gs(h)));
-  t.dR_noise = (options_.broken_term == "eta2" ? 0.0 : eta * eta / setup_.batch) * Nn;
-  t.risk = est.mean(dim - 1);
+  t.dR_noise = (options_.break_term == "eta2" ? 0.0 : eta * eta / setup_.batch) * Nn;
+  t.risk = E.view(est.mean, "e")(0, 0);
   if (with_se) {
     // Standard errors of the combined terms, from those of the expectations (the κ parts are
     // small corrections; their errors are added in quadrature as if independent).
-    const Eigen::MatrixXd Ase = block(est.se, 0, H, F), Bse = block(est.se, H * F, H, H);
-    const Eigen::VectorXd gsse = block(est.se, H * F + H * H, H, 1);
-    const Eigen::MatrixXd Nse = block(est.se, H * F + H * H + H, H, H);
+    const Eigen::MatrixXd Ase = E.view(est.se, "A"), Bse = E.view(est.se, "B"), Nse = E.view(est.se, "N");
+    const Eigen::VectorXd gsse = E.view(est.se, "gs");
     t.dM_se = (eta * (Ase.array().square() + (kap * (gsse.asDiagonal() * M)).array().square()).sqrt()).matrix();
     t.dR_drift_se.resize(H, H);
     for (int h = 0; h < H; ++h)
@@ -217,9 +206,24 @@ FlowTerms OrderParameterFlow::terms(const Eigen::MatrixXd& M, const Eigen::Matri
         t.dR_drift_se(h, k) = eta * std::sqrt(Bse(k, h) * Bse(k, h) + Bse(h, k) * Bse(h, k) +
                                               std::pow(kap * R(h, k), 2) * (gsse(k) * gsse(k) + gsse(h) * gsse(h)));
     t.dR_noise_se = eta * eta / setup_.batch * Nse;
-    t.risk_se = est.se(dim - 1);
+    t.risk_se = E.view(est.se, "e")(0, 0);
   }
   return t;
+}
+
+DriftTerms OrderParameterFlow::terms(const Eigen::VectorXd& x) const {
+  const Eigen::MatrixXd M = layout_.view(x, "M");
+  const Eigen::MatrixXd R = 0.5 * (layout_.view(x, "R") + layout_.view(x, "R").transpose());
+  const FlowTerms t = terms(M, R, true);
+  const Eigen::MatrixXd zero_M = Eigen::MatrixXd::Zero(M.rows(), M.cols());
+  return DriftTerms()
+      .add("eta", pack_state(setup_, t.dM, t.dR_drift), pack_state(setup_, t.dM_se, t.dR_drift_se))
+      .add("eta2", pack_state(setup_, zero_M, t.dR_noise), pack_state(setup_, zero_M, t.dR_noise_se));
+}
+
+Observables OrderParameterFlow::observe(const Eigen::VectorXd& x, double) const {
+  const auto [risk, se] = this->risk(layout_.view(x, "M"), layout_.view(x, "R"));
+  return Observables().add("risk", risk, se);
 }
 
 void OrderParameterFlow::operator()(const ConstVecRef& x, VecRef dxdt, double) const {
@@ -251,10 +255,10 @@ std::pair<double, double> OrderParameterFlow::risk_with_heads(const Eigen::Matri
   // The kept heads' fields (Mk λ + Ck ζ, Ck Ckᵀ = Rk − Mk Mkᵀ) have the joint law they had in the
   // full model; the removed heads leave the output (and, for bayes, the normalisation).
   Attention att(setup_.activation, setup_.aggregation, setup_.L, K);
-  if (setup_.activation == Activation::bayes) {
-    att.logit_offset.resize(K);
-    for (int i = 0; i < K; ++i) att.logit_offset(i) = -0.5 * Rk(i, i) + setup_.bias(kept[static_cast<std::size_t>(i)]);
-  }
+  Setup kept_setup = setup_;
+  kept_setup.bias.resize(K);
+  for (int i = 0; i < K; ++i) kept_setup.bias(i) = setup_.bias(kept[static_cast<std::size_t>(i)]);
+  att.logit_offset = kept_setup.logit_offset(Rk.diagonal());
   FlowKernel k2(setup_, perms_, thetas_, theta_w_, theta_from_sample_, true, Mk, psd_sqrt(Rk - Mk * Mk.transpose()), att);
   const Estimate est = expectation(*samples_, k2, 1, true, options_.threads);
   return {est.mean(0), est.se(0)};

@@ -9,7 +9,9 @@
 #include "hdat/core/progress.hpp"
 #include "hdat/specialization/curve.hpp"
 #include "hdat/specialization/stability.hpp"
-#include "hdat/specialization/simulate.hpp"
+#include "hdat/core/harness.hpp"
+#include "hdat/core/statistics.hpp"
+#include "hdat/specialization/declaration.hpp"
 
 namespace hdat::specialization {
 
@@ -178,20 +180,22 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
     double m = NAN, se = NAN;
     int escaped = 0;
     if (p.boolean("compare")) {
-      EnsembleOptions o = ensemble_options(p, static_cast<int>(D), s.seed, ctx);
-      o.test_size = std::min<long>(p.integer("test_size"), 2000);  // escape times need no precise risk
-      const Ensemble ens = simulate_ensemble(sd, times, o);
-      double s1 = 0, s2 = 0;
+      // Escape times need no precise risk: a smaller test set.
+      const Params pe = p.with({{"test_size", std::min<long>(p.integer("test_size"), 2000)}});
+      const auto model = dynamics_model();
+      const Ensemble ens = run_ensemble(*model, pe, model->settings(pe), static_cast<double>(D), ctx);
+      std::vector<double> escapes;
       for (std::size_t k = 0; k < ens.runs.size(); ++k) {
-        const double e = ens.escape_times[k];
-        if (std::isfinite(e)) s1 += e, s2 += e * e, ++escaped;
+        if (std::isfinite(ens.escape_times[k])) escapes.push_back(ens.escape_times[k]);
         const std::vector<int> mo = order_from_times(feature_split_times(ens.runs[k], s.H, s.F, threshold));
         measured_orders.push_back({{"D", D}, {"seed", s.seed + k}, {"order", mo}});
         if (!mo.empty()) order_counts[fmt::format("{}", fmt::join(mo, ","))] += 1;
       }
+      escaped = static_cast<int>(escapes.size());
       if (escaped) {
-        m = s1 / escaped;
-        se = escaped > 1 ? std::sqrt(std::max(0.0, (s2 / escaped - m * m) / (escaped - 1)) / escaped) : NAN;
+        const stats::MeanSe es = stats::mean_se(escapes);
+        m = es.mean;
+        se = escaped > 1 ? es.se : NAN;
       }
       if (interrupted()) break;
     }
@@ -211,12 +215,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
     std::vector<double> xs, ys;
     for (std::size_t i = 0; i < y.size(); ++i)
       if (std::isfinite(y[i])) xs.push_back(logD[i]), ys.push_back(y[i]);
-    if (xs.size() < 2) return std::nan("");
-    double mx = 0, my = 0;
-    for (std::size_t i = 0; i < xs.size(); ++i) mx += xs[i] / xs.size(), my += ys[i] / ys.size();
-    double sxy = 0, sxx = 0;
-    for (std::size_t i = 0; i < xs.size(); ++i) sxy += (xs[i] - mx) * (ys[i] - my), sxx += (xs[i] - mx) * (xs[i] - mx);
-    return sxy / sxx;
+    return stats::linear_slope(xs, ys);
   };
   const double t0_th = intercept(th_esc), t0_sim = intercept(sim_mean);
   // The refined prediction: Λ(t_esc) = c + ½ log D, one constant c fitted to each set of escape times.

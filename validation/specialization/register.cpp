@@ -1,10 +1,10 @@
-// The `specialization` model's entry in the registry: theory (curve), simulation, validation.
+// The `specialization` model's entry in the registry: curve, simulate and validate derived by the
+// core from the model's declaration (declaration.cpp), and the model's own analysis.
+#include "hdat/core/harness.hpp"
 #include "hdat/core/registry.hpp"
-#include "hdat/specialization/curve.hpp"
-#include "hdat/specialization/model.hpp"
-#include "hdat/specialization/simulate.hpp"
-#include "hdat/specialization/validate.hpp"
 #include "hdat/specialization/analyze.hpp"
+#include "hdat/specialization/declaration.hpp"
+#include "hdat/specialization/model.hpp"
 
 namespace hdat {
 namespace specialization {
@@ -24,12 +24,19 @@ void register_specialization(Registry& r) {
       "the overlaps of a random initialisation at dimension D (asymmetry=1), or from M0/R0.";
   e.params = parameters();
   e.check = check;
-  e.commands["curve"] = curve_command;
-  e.commands["simulate"] = simulate_command;
-  e.commands["validate"] = validate_command;
+  add_dynamics_commands(e, dynamics_model());
   e.commands["analyze"] = analyze_command;
   e.plot = plot_specialization;
   e.default_observables = {"final:risk", "info:events.plateau_end", "info:bayes_risk"};
+  e.smoke = {{{"D", 400},
+              {"dims", {300, 600}},
+              {"seeds", 6},
+              {"t_max", 3.0},
+              {"n_points", 8},
+              {"mc_samples", 6000},
+              {"test_size", 2000},
+              {"theory_replicas", 2}},
+             "eta2"};
   r.add(std::move(e));
 }
 

@@ -5,8 +5,8 @@
 
 namespace hdat::specialization {
 
-OnlineSGD::OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica)
-    : s_(setup), D_(D), sqrtD_(std::sqrt(static_cast<double>(D))), seed_(seed), replica_(replica),
+OnlineSGD::OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test)
+    : s_(setup), test_(test), D_(D), sqrtD_(std::sqrt(static_cast<double>(D))), seed_(seed), replica_(replica),
       data_(rng::engine(seed, replica, rng::training_data)), att_(setup.attention()) {
   const int F = s_.F, H = s_.H, L = s_.L;
   if (D < F + 1) throw std::invalid_argument("OnlineSGD: D must exceed F");
@@ -42,23 +42,7 @@ OnlineSGD::Sample OnlineSGD::draw(rng::Engine& eng, RowMatrix& X) {
   const int L = s_.L, F = s_.F;
   boost::random::uniform_int_distribution<int> where(0, L - 1);
   const int eps = where(eng);
-  const Prior& pr = s_.prior;
-  switch (pr.kind) {
-    case Prior::Kind::gaussian:
-      for (int f = 0; f < F; ++f) theta_(f) = pr.mean(f) + pr.std(f) * normal_(eng);
-      break;
-    case Prior::Kind::discrete: {
-      const double u = boost::random::uniform_01<double>()(eng);
-      int k = 0;
-      double c = pr.probs(0);
-      while (u > c && k + 1 < pr.probs.size()) c += pr.probs(++k);
-      theta_ = pr.points.row(k).transpose();
-      break;
-    }
-    case Prior::Kind::signs:
-      for (int f = 0; f < F; ++f) theta_(f) = (boost::random::uniform_01<double>()(eng) < 0.5 ? -1.0 : 1.0) * pr.amplitudes(f);
-      break;
-  }
+  s_.prior.sample(eng, theta_);
   double* x = X.data();
   const long n = static_cast<long>(L) * D_;
   for (long i = 0; i < n; ++i) x[i] = normal_(eng);
@@ -73,8 +57,7 @@ double OnlineSGD::forward_backward(const RowMatrix& X, const Sample& smp) {
   fields_ /= sqrtD_;
   chi_ = fields_.leftCols(H);
   z_ = fields_.col(H);
-  if (s_.activation == Activation::bayes)
-    att_.logit_offset = -0.5 * W_.leftCols(H).colwise().squaredNorm().transpose() / D_ + s_.bias;
+  att_.logit_offset = s_.logit_offset(W_.leftCols(H).colwise().squaredNorm().transpose() / D_);
   att_.forward(chi_, a_, w_, m_);
   const double y = z_(smp.location) + s_.noise * smp.noise;
   const double err = y - w_.dot(z_);
@@ -144,28 +127,11 @@ std::pair<double, double> OnlineSGD::test_risk(long n, bool projected) {
     Eigen::MatrixXd fields(L, H + 1), chi(L, H), a(L, H), m(L, H), G(L, H);
     Eigen::VectorXd w(L), z(L), theta(F);
     boost::random::uniform_int_distribution<int> where(0, L - 1);
-    const Prior& pr = s_.prior;
     Attention att = att_;
-    if (s_.activation == Activation::bayes)
-      att.logit_offset = -0.5 * W_.leftCols(H).colwise().squaredNorm().transpose() / D_ + s_.bias;
+    att.logit_offset = s_.logit_offset(W_.leftCols(H).colwise().squaredNorm().transpose() / D_);
     for (long i = 0; i < n; ++i) {
       const int eps = where(test);
-      switch (pr.kind) {
-        case Prior::Kind::gaussian:
-          for (int f = 0; f < F; ++f) theta(f) = pr.mean(f) + pr.std(f) * normal_(test);
-          break;
-        case Prior::Kind::discrete: {
-          const double u = boost::random::uniform_01<double>()(test);
-          int k = 0;
-          double c = pr.probs(0);
-          while (u > c && k + 1 < pr.probs.size()) c += pr.probs(++k);
-          theta = pr.points.row(k).transpose();
-          break;
-        }
-        case Prior::Kind::signs:
-          for (int f = 0; f < F; ++f) theta(f) = (boost::random::uniform_01<double>()(test) < 0.5 ? -1.0 : 1.0) * pr.amplitudes(f);
-          break;
-      }
+      s_.prior.sample(test, theta);
       for (int l = 0; l < L; ++l)
         for (int j = 0; j < r; ++j) U(l, j) = normal_(test);
       U.row(eps) += (S * theta).transpose();
@@ -182,7 +148,24 @@ std::pair<double, double> OnlineSGD::test_risk(long n, bool projected) {
   return {mean, std::sqrt(var / n)};
 }
 
-OnlineSGD::Increment OnlineSGD::increment() {
+Eigen::VectorXd OnlineSGD::state() const { return pack_state(s_, M(), R()); }
+
+Observables OnlineSGD::observe() {
+  const auto [risk, se] = test_risk(test_.size, test_.projected);
+  Observables o;
+  o.add("risk", risk, se);
+  const Eigen::VectorXd v = value_overlap();
+  for (int h = 0; h < s_.H; ++h) o.add("v_" + std::to_string(h), v(h));
+  return o;
+}
+
+DriftTerms OnlineSGD::increment() {
+  const Increment inc = increments();
+  const Eigen::MatrixXd zero_M = Eigen::MatrixXd::Zero(inc.dM.rows(), inc.dM.cols());
+  return DriftTerms().add("eta", pack_state(s_, inc.dM, inc.dR_drift)).add("eta2", pack_state(s_, zero_M, inc.dR_noise));
+}
+
+OnlineSGD::Increment OnlineSGD::increments() {
   accumulate_update();
   const Eigen::MatrixXd& dk = update_;
   const auto K = W_.leftCols(s_.H);

@@ -22,8 +22,16 @@ using OdeSystem = std::function<void(const ConstVecRef& x, VecRef dxdt, double t
 /// Called at every requested time with the (interpolated) state; return false to stop the run there.
 using OdeObserver = std::function<bool(double t, const Eigen::VectorXd& x)>;
 
+/// The Odeint steppers, all with error control: dopri5 (Dormand-Prince 5(4) with dense output: observed
+/// times are interpolated), rkf78 (Runge-Kutta-Fehlberg 7(8)), cash_karp54, rosenbrock4 (stiff;
+/// finite-difference Jacobian). The last three land their steps exactly on the observation times.
+enum class Stepper { dopri5, rkf78, cash_karp54, rosenbrock4 };
+std::string stepper_name(Stepper s);
+Stepper stepper_from_name(const std::string& name);  ///< InputError("stepper", ...) on an unknown name
+std::vector<std::string> stepper_names();
+
 struct IntegrateOptions {
-  std::string stepper = "dopri5";  ///< dopri5 (Dormand-Prince 5(4), dense output) | rkf78 | cash_karp54 | rosenbrock4 (stiff)
+  Stepper stepper = Stepper::dopri5;
   double rtol = 1e-8;              ///< relative tolerance of the error controller
   double atol = 1e-10;             ///< absolute tolerance of the error controller
   double initial_step = 0.0;       ///< 0: chosen from |x| / |f| at the start
@@ -36,6 +44,9 @@ struct IntegrateOptions {
   std::function<std::string(int)> component_name;
   /// Called after every accepted step (in t); return false to stop (an event).
   std::function<bool(double t, const Eigen::VectorXd& x)> step_monitor;
+
+  /// InputError naming the first option out of its range (tolerances > 0, max_steps > 0 ...).
+  void validate() const;
 };
 
 enum class IntegrateStatus { completed, stopped_by_event, nonfinite, diverged, max_steps, step_underflow, failed };
@@ -59,7 +70,8 @@ struct IntegrateSummary {
 };
 
 /// Integrate from (t0, x0) through the requested times (sorted, >= t0). The observer sees x0 when
-/// times[0] == t0. Never throws for numerical trouble: the summary says what happened.
+/// times[0] == t0. Never throws for numerical trouble: the summary says what happened. Invalid
+/// options throw InputError (IntegrateOptions::validate).
 IntegrateSummary integrate(const OdeSystem& f, const Eigen::VectorXd& x0, double t0, const std::vector<double>& times,
                            const OdeObserver& observe, const IntegrateOptions& options = {});
 

@@ -14,12 +14,15 @@ struct Block {
   int rows = 0, cols = 0;
   bool symmetric = false;
   int offset = 0;
+  bool vector = false;  ///< a column vector named by one index (NAME_i) in output
   int size() const { return rows * cols; }
 };
 
 class StateLayout {
  public:
   StateLayout& add(const std::string& name, int rows, int cols, bool symmetric = false);
+  /// A vector block of n components, columns NAME_i.
+  StateLayout& add_vector(const std::string& name, int n);
   int size() const { return size_; }
   const std::vector<Block>& blocks() const { return blocks_; }
   const Block& block(const std::string& name) const;
@@ -34,6 +37,8 @@ class StateLayout {
   std::vector<std::string> columns(const std::string& suffix = "") const;
   /// The values in the order of columns().
   std::vector<double> values(const Eigen::VectorXd& x) const;
+  /// The state with these values in the order of columns() (symmetric blocks filled on both sides).
+  Eigen::VectorXd from_values(const std::vector<double>& values) const;
   /// Name of the flat component k, e.g. "R_0_1" (for messages about non-finite states).
   std::string component_name(int k) const;
 

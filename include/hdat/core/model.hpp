@@ -25,6 +25,8 @@
 #include "hdat/core/integrate.hpp"
 #include "hdat/core/layout.hpp"
 #include "hdat/core/params.hpp"
+#include "hdat/core/registry.hpp"
+#include "hdat/core/table.hpp"
 
 namespace hdat {
 
@@ -72,6 +74,15 @@ class DriftTerms {
 // ---------------------------------------------------------------------------------------------------
 // Dynamics models: an ODE in time against a finite-dimensional training process.
 
+/// A theory integrated from x0 and observed at the requested times: one row per time (t, the
+/// observables with _se where sampled, the blocks; see run_columns in harness.hpp).
+struct TheoryRun {
+  Table table;
+  IntegrateSummary solver;
+  Eigen::VectorXd initial, final;
+  nlohmann::json info = nlohmann::json::object();  ///< what a theory's own run() reports (events ...)
+};
+
 /// The high-dimensional theory: a closed ODE for the order-parameter blocks.
 class OdeTheory {
  public:
@@ -82,8 +93,12 @@ class OdeTheory {
   /// The drift at x in its named terms, with standard errors (the drift check compares them one by
   /// one with the finite system's increments). Default: one exact term, "drift".
   virtual DriftTerms terms(const Eigen::VectorXd& x) const;
-  /// The observables at x (population risk ...), with standard errors where sampled.
-  virtual Observables observe(const Eigen::VectorXd& x) const = 0;
+  /// The observables at state x and time t (population risk ...), with standard errors where sampled.
+  virtual Observables observe(const Eigen::VectorXd& x, double t) const = 0;
+  /// Integrate from x0 through the observation times and observe. The default drives hdat::integrate
+  /// with this system; a theory with its own events (a normalisation leaving its domain, a switch of
+  /// equations) overrides it and keeps the same observations.
+  virtual TheoryRun run(const Eigen::VectorXd& x0, const std::vector<double>& times, const IntegrateOptions& options) const;
 };
 
 /// The finite-dimensional process the theory describes (online SGD at dimension D, gradient descent
@@ -142,6 +157,20 @@ struct DynamicsModel {
   std::function<std::unique_ptr<FiniteSystem>(const Params&, double size, std::uint64_t seed)> system;
   /// The harness settings the parameters ask for.
   std::function<DynamicsSettings(const Params&)> settings;
+
+  // Optional.
+  /// The time a run leaves its plateau (e.g. the first head to specialise), from a run's or the
+  /// theory's table; NaN: never. Gives the escape times against log size, and by default ends
+  /// validate's comparison window (the D = ∞ flow from averaged overlaps has no such random time).
+  std::function<double(const Params&, const Table& run)> escape_time;
+  /// Keys that change neither a simulation nor its seeds (theory-only keys), left out of the hash
+  /// that names persisted seeds so that simulate and validate share finished runs.
+  std::vector<std::string> theory_only_keys;
+  /// One line describing the configuration, for summaries ("softmax, H=2, F=2, L=4, eta=1").
+  std::function<std::string(const Params&)> describe;
+  /// What is the model's own in a command's output (events, Bayes risk, pruning ...): called with the
+  /// command's name ("curve", "simulate", "validate") and the output the core made, to add to it.
+  std::function<void(const Params&, const std::string& command, RunOutput& out)> finish;
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -184,13 +213,6 @@ struct FixedPointModel {
 };
 
 // ---------------------------------------------------------------------------------------------------
-
-/// A small configuration on which a model's validate is fast (seconds) and agrees, and the value of
-/// the test-only key `break_term` that makes it disagree: the all-model test runs both.
-struct ValidationSmoke {
-  nlohmann::json settings = nlohmann::json::object();  ///< flat "key": value overrides
-  std::string broken_term;                             ///< a value of `break_term`
-};
 
 /// The test-only key that breaks one term of a model's theory (shared by every model): "none" and
 /// the model's breakable terms.

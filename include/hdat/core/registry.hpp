@@ -33,6 +33,14 @@ struct RunOutput {
 
 using Command = std::function<RunOutput(const Params&, RunContext&)>;
 
+/// A small configuration on which a model's `validate` takes seconds and agrees, and the value of
+/// the test-only key `break_term` that must make it disagree: the all-model test runs both.
+struct ValidationSmoke {
+  nlohmann::json settings = nlohmann::json::object();  ///< flat "key": value overrides
+  std::string broken_term;                             ///< a value of `break_term`
+  bool declared() const { return !broken_term.empty(); }
+};
+
 struct ModelEntry {
   std::string name;
   std::string summary;                       ///< one line
@@ -45,6 +53,8 @@ struct ModelEntry {
   /// Figures for an output folder written by one of this model's commands (reads DIR/run.json,
   /// DIR/*.csv; writes DIR/*.png, *.svg through hdat::plot). Used by `hdat plot DIR`.
   std::function<void(const std::filesystem::path& dir)> plot;
+  /// Models with a theory and a check declare their validation smoke test (tests/core/test_models.cpp).
+  ValidationSmoke smoke;
 };
 
 class Registry {

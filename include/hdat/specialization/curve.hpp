@@ -47,7 +47,11 @@ struct Trajectory {
 Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::MatrixXd& M0, const Eigen::MatrixXd& R0,
                           const std::vector<double>& times, const IntegrateOptions& options);
 
-/// `hdat curve specialization`.
-RunOutput curve_command(const Params& p, RunContext& ctx);
+/// The most negative eigenvalue of R − M Mᵀ over a curve's rows (0 when all are PSD).
+double worst_psd_violation(const Table& curve, const Setup& s);
+
+/// What `hdat curve specialization` adds to the core's curve: Bayes risk, events, theory
+/// statistics, and the pruning analysis (prune=true).
+void add_curve_results(const Params& p, RunOutput& out);
 
 }  // namespace hdat::specialization

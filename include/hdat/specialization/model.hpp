@@ -11,6 +11,7 @@
 #include "hdat/core/gaussian.hpp"
 #include "hdat/core/layout.hpp"
 #include "hdat/core/params.hpp"
+#include "hdat/core/random.hpp"
 #include "hdat/specialization/attention.hpp"
 
 namespace hdat::specialization {
@@ -27,6 +28,12 @@ struct Prior {
   /// Var θ_f (for the predicted order of specialization).
   Eigen::VectorXd variance() const;
   Eigen::VectorXd mean_vector() const;
+
+  /// One draw θ ~ P_θ from a random stream (the simulator's data and test sets).
+  void sample(rng::Engine& engine, Eigen::VectorXd& theta) const;
+  /// θ from F standard normals z (the theory's Gaussian sample sets; gaussian and signs priors):
+  /// θ = mean + std z, or θ_f = ± a_f by the sign of z_f.
+  void from_normals(const double* z, Eigen::VectorXd& theta) const;
 };
 
 /// Everything the theory and the simulator share, parsed once from Params.
@@ -42,6 +49,9 @@ struct Setup {
   std::uint64_t seed = 0;
 
   double kappa() const { return activation == Activation::bayes ? 1.0 : 0.0; }  ///< κ_h of the update
+  /// The per-head offset of the logits, given the heads' squared norms R_hh = |k_h|²/D:
+  /// bayes −R_hh/2 + b_h (derivation.md §2), otherwise 0.
+  Eigen::VectorXd logit_offset(const Eigen::VectorXd& key_norms) const;
   Attention attention() const;
   StateLayout layout() const;     ///< M (H x F), R (H x H, symmetric)
 };

@@ -17,6 +17,7 @@
 
 #include "hdat/core/gaussian.hpp"
 #include "hdat/core/integrate.hpp"
+#include "hdat/core/model.hpp"
 #include "hdat/specialization/model.hpp"
 
 namespace hdat::specialization {
@@ -27,8 +28,8 @@ struct FlowOptions {
   std::uint64_t seed = 0;
   int threads = 0;
   bool symmetrize_heads = true;  ///< close the sample set under head permutations (when H! ≤ 120)
-  /// Testing only: "eta2" drops the η² term; "sign_gg" flips the sign of its 2 g g part.
-  std::string broken_term = "none";
+  /// Testing only (key break_term): "eta2" drops the η² term; "sign_gg" flips the sign of its 2 g g part.
+  std::string break_term = "none";
 };
 
 /// The expectations that make up the right-hand side at one state, with standard errors.
@@ -40,12 +41,18 @@ struct FlowTerms {
   double psd_violation = 0;               ///< most negative eigenvalue of R − M Mᵀ (clamped to 0)
 };
 
-class OrderParameterFlow {
+/// The theory of the model (hdat::OdeTheory): state x = (M, R) packed with setup.layout().
+class OrderParameterFlow : public OdeTheory {
  public:
   OrderParameterFlow(const Setup& setup, const FlowOptions& options);
 
-  /// dx/dt for x = (M, R) packed with setup.layout(). An Odeint system.
-  void operator()(const ConstVecRef& x, VecRef dxdt, double t) const;
+  /// dx/dt. An Odeint system.
+  void operator()(const ConstVecRef& x, VecRef dxdt, double t) const override;
+  /// The drift in its two terms: "eta" (linear in η: dM and the drift of R) and "eta2" (the η²/B
+  /// SGD-noise term of R), with standard errors.
+  DriftTerms terms(const Eigen::VectorXd& x) const override;
+  /// The population risk, with its standard error.
+  Observables observe(const Eigen::VectorXd& x, double t) const override;
   /// Every term at (M, R), with standard errors.
   FlowTerms terms(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, bool with_se = true) const;
   /// Population risk ℛ(M, R) and its standard error (cheaper than terms()).
@@ -55,7 +62,7 @@ class OrderParameterFlow {
                                             const std::vector<int>& kept) const;
 
   const Setup& setup() const { return setup_; }
-  const StateLayout& layout() const { return layout_; }
+  const StateLayout& layout() const override { return layout_; }
   long evaluations_per_expectation() const;  ///< samples × head permutations × prior points
   int permutations() const { return static_cast<int>(perms_.size()); }
   const GaussianSampleSet& samples() const { return *samples_; }

@@ -11,24 +11,37 @@
 #include <boost/random/normal_distribution.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
 
+#include "hdat/core/model.hpp"
 #include "hdat/core/random.hpp"
 #include "hdat/specialization/model.hpp"
 
 namespace hdat::specialization {
 
-class OnlineSGD {
+/// How the simulator measures its test risk (observe()).
+struct TestOptions {
+  long size = 10000;       ///< fresh test sequences per measurement
+  bool projected = true;   ///< draw them in the span of the weights (same law, cheaper; see test_risk)
+};
+
+/// The model's finite-dimensional system (hdat::FiniteSystem): state (M, R) as in the theory,
+/// observables the test risk (with its standard error) and the value overlaps v_h = k_h·v*/D.
+class OnlineSGD : public FiniteSystem {
  public:
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
   /// One independent run: teacher, student initialisation and data streams come from (seed, replica).
-  OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica);
+  OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test = {});
 
   /// One SGD step on `batch` fresh samples.
   void step();
   /// Run until t = steps / D reaches `t` (rounded to whole steps).
-  void advance_to(double t);
+  void advance_to(double t) override;
   long steps() const { return steps_; }
-  double time() const { return static_cast<double>(steps_) / D_; }
+  double time() const override { return static_cast<double>(steps_) / D_; }
+  Eigen::VectorXd state() const override;
+  Observables observe() override;
+  /// increment() in the theory's terms: "eta" (D·ΔM, D·(Δkᵀk + kᵀΔk)/D) and "eta2" (D·ΔkᵀΔk/D).
+  DriftTerms increment() override;
 
   Eigen::MatrixXd M() const;  ///< K*ᵀk / D as H x F
   Eigen::MatrixXd R() const;  ///< kᵀk / D
@@ -48,7 +61,7 @@ class OnlineSGD {
   struct Increment {
     Eigen::MatrixXd dM, dR_drift, dR_noise;
   };
-  Increment increment();
+  Increment increments();
 
   Eigen::MatrixXd keys() const { return W_.leftCols(s_.H); }
   void set_keys(const Eigen::MatrixXd& K) { W_.leftCols(s_.H) = K; }
@@ -67,6 +80,7 @@ class OnlineSGD {
   void accumulate_update();
 
   Setup s_;
+  TestOptions test_;
   int D_;
   double sqrtD_;
   long steps_ = 0;

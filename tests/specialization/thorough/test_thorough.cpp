@@ -9,7 +9,8 @@
 #include "../../quiet_context.hpp"
 #include "../common.hpp"
 #include "hdat/specialization/analyze.hpp"
-#include "hdat/specialization/validate.hpp"
+#include "hdat/core/harness.hpp"
+#include "hdat/specialization/declaration.hpp"
 
 using namespace hdat;
 using namespace hdat::specialization;
@@ -17,7 +18,7 @@ using spec_test::params;
 
 TEST_CASE("thorough: default setting, D = 500 ... 4000 with 16 seeds: agreement, and the gap shrinks with D") {
   RunContext ctx = quiet_context();
-  const RunOutput out = validate_command(params({"dims=[500,1000,2000,4000]", "seeds=16", "t_max=40"}), ctx);
+  const RunOutput out = dynamics_validate(*dynamics_model(), params({"dims=[500,1000,2000,4000]", "seeds=16", "t_max=40"}), ctx);
   CHECK(out.exit_code == 0);
   // Away from symmetry breaking the gap is expected ∝ D^(-1/2); M is the cleanest block on the common
   // window (R's gap is at the seed-noise level there, see docs/specialization.md).
@@ -30,22 +31,22 @@ TEST_CASE("thorough: default setting, D = 500 ... 4000 with 16 seeds: agreement,
 TEST_CASE("thorough: broken eta^2 term or wrong sign of 2gg fail at D = 1000, 2000; the correct equations pass") {
   const std::vector<std::string> base = {"activation=softmax", "dims=[1000,2000]", "seeds=8", "t_max=20", "n_points=12"};
   RunContext ctx = quiet_context();
-  CHECK(validate_command(params(base), ctx).exit_code == 0);
-  for (const char* broken : {"broken_term=eta2", "broken_term=sign_gg"}) {
+  CHECK(dynamics_validate(*dynamics_model(), params(base), ctx).exit_code == 0);
+  for (const char* broken : {"break_term=eta2", "break_term=sign_gg"}) {
     CAPTURE(broken);
     auto sets = base;
     sets.push_back(broken);
-    CHECK(validate_command(params(sets), ctx).exit_code == 1);
+    CHECK(dynamics_validate(*dynamics_model(), params(sets), ctx).exit_code == 1);
   }
 }
 
 TEST_CASE("thorough: drift check at D = 4000 along a run, and a broken term caught") {
   const std::vector<std::string> base = {"mode=drift", "dims=[4000]", "drift_samples=8000", "drift_times=[0,5,20]"};
   RunContext ctx = quiet_context();
-  CHECK(validate_command(params(base), ctx).exit_code == 0);
+  CHECK(dynamics_validate(*dynamics_model(), params(base), ctx).exit_code == 0);
   auto sets = base;
-  sets.push_back("broken_term=sign_gg");
-  CHECK(validate_command(params(sets), ctx).exit_code == 1);
+  sets.push_back("break_term=sign_gg");
+  CHECK(dynamics_validate(*dynamics_model(), params(sets), ctx).exit_code == 1);
 }
 
 TEST_CASE("thorough: the predicted order of specialization holds in every simulated run (D = 250 ... 2000, 8 seeds)") {

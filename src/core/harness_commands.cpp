@@ -1,0 +1,208 @@
+// The commands a dynamics model gets from its declaration (harness.hpp): each computes its result
+// through the building blocks, then turns it into tables, run.json entries and a summary.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "hdat/core/harness.hpp"
+#include "hdat/core/progress.hpp"
+
+namespace hdat {
+
+namespace {
+
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+// Every block of a state as JSON: matrices as lists of rows, vectors as lists.
+nlohmann::json blocks_json(const StateLayout& layout, const Eigen::VectorXd& x) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const Block& b : layout.blocks()) {
+    const auto m = layout.view(x, b.name);
+    nlohmann::json j = nlohmann::json::array();
+    for (int i = 0; i < b.rows; ++i) {
+      if (b.vector) {
+        j.push_back(m(i, 0));
+        continue;
+      }
+      nlohmann::json row = nlohmann::json::array();
+      for (int k = 0; k < b.cols; ++k) row.push_back(m(i, k));
+      j.push_back(row);
+    }
+    out[b.name] = j;
+  }
+  return out;
+}
+
+std::string describe(const DynamicsModel& model, const Params& p) { return model.describe ? " (" + model.describe(p) + ")" : ""; }
+
+void finish(const DynamicsModel& model, const Params& p, const std::string& command, RunOutput& out) {
+  if (model.finish) model.finish(p, command, out);
+}
+
+}  // namespace
+
+RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext& ctx) {
+  (void)ctx;
+  const DynamicsSettings s = model.settings(p);
+  const auto start = std::chrono::steady_clock::now();
+  const auto theory = model.theory(p, 0);
+  const Eigen::VectorXd x0 = model.initial_state(p, *theory);
+  const TheoryRun run = theory->run(x0, s.times, s.integrate);
+
+  RunOutput out;
+  out.tables["curve.csv"] = run.table;
+  out.info["solver"] = run.solver.to_json();
+  out.info["initial"] = blocks_json(theory->layout(), run.initial);
+  out.info["final"] = blocks_json(theory->layout(), run.final);
+  for (const auto& [key, value] : run.info.items()) out.info[key] = value;
+  out.summary = fmt::format("theory{} to t = {:g}\n", describe(model, p), run.solver.t_reached);
+  const std::size_t n = run.table.rows();
+  if (n) {
+    const Observables last = theory->observe(run.final, run.solver.t_reached);
+    for (std::size_t k = 0; k < last.size(); ++k) {
+      const std::string& name = last.names()[k];
+      out.info["final_" + name] = last.at(k).value;
+      if (last.estimated(k)) out.info["final_" + name + "_se"] = last.at(k).se;
+      out.summary += last.estimated(k) ? fmt::format("  final {:<12} {:.5f} ± {:.5f}\n", name, last.at(k).value, last.at(k).se)
+                                       : fmt::format("  final {:<12} {:.6g}\n", name, last.at(k).value);
+    }
+  }
+  if (model.escape_time) {
+    const double t_escape = model.escape_time(p, run.table);
+    out.info["escape_time"] = number_or_null(t_escape);
+  }
+  out.summary += "  solver             " + run.solver.brief() + "\n";
+  out.info["theory_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  finish(model, p, "curve", out);
+  if (interrupted()) {
+    out.exit_code = 130;
+    out.summary += fmt::format("  INTERRUPTED at t = {:.6g} (the rows computed before are kept)\n", run.solver.t_reached);
+  } else if (!run.solver.ok()) {
+    out.exit_code = 3;
+    out.summary += "  STOPPED: " + run.solver.message + " (the rows computed before are kept)\n";
+  }
+  return out;
+}
+
+RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunContext& ctx) {
+  const DynamicsSettings s = model.settings(p);
+  const Ensemble ens = run_ensemble(model, p, s, s.simulate_size, ctx);
+
+  RunOutput out;
+  out.tables["sim.csv"] = ens.mean;
+  nlohmann::json escapes = nlohmann::json::array();
+  for (double e : ens.escape_times) escapes.push_back(number_or_null(e));
+  out.info["simulation"] = {{s.size_name, s.simulate_size},
+                            {"seeds_requested", ens.requested},
+                            {"seeds_finished", ens.finished},
+                            {"seed", s.seed},
+                            {"wall_seconds", ens.seconds},
+                            {"persisted_seeds", ctx.out.empty() ? "" : (ctx.out / "seeds").string()}};
+  if (model.escape_time) out.info["simulation"]["escape_times"] = escapes;
+  out.summary = fmt::format("simulation{}: {} = {:g}, {} of {} seeds, t up to {:g}, {:.2f} s\n", describe(model, p), s.size_name,
+                            s.simulate_size, ens.finished, ens.requested, s.times.back(), ens.seconds);
+  const std::size_t n = ens.mean.rows();
+  const auto theory = model.theory(p, 0);
+  const Observables theory_observables = n ? theory->observe(measured_initial_state(ens, theory->layout()), 0.0) : Observables();
+  for (const auto& name : theory_observables.names())
+    if (ens.mean.has_column(name))
+        out.summary += fmt::format("  final {:<12} {:.5f} ± {:.5f} (seed mean ± standard error)\n", name, ens.mean.number(n - 1, name),
+                                   ens.mean.number(n - 1, name + "_se"));
+  finish(model, p, "simulate", out);
+  if (ens.finished < ens.requested) {
+    out.exit_code = 130;
+    out.summary += "  INTERRUPTED: the finished seeds are kept (rerun the same command to complete the rest)\n";
+  }
+  return out;
+}
+
+RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunContext& ctx) {
+  RunOutput out;
+  const bool drift = p.set().find("mode") && p.text("mode") == "drift";
+  bool agree = false, complete = true;
+  nlohmann::json record;
+  if (drift) {
+    DriftValidation v = validate_drift(model, p, ctx);
+    out.tables["drift.csv"] = std::move(v.rows);
+    out.summary = fmt::format("drift check{}\n", describe(model, p)) + v.summary;
+    agree = v.agree, complete = v.complete, record = std::move(v.record);
+  } else {
+    TrajectoryValidation v = validate_trajectories(model, p, ctx);
+    out.tables["validate.csv"] = std::move(v.points);
+    out.tables["escape.csv"] = std::move(v.escape);
+    out.tables["validate_curves.csv"] = std::move(v.curves);
+    out.summary = fmt::format("validate{}: theory vs simulation\n", describe(model, p)) + v.summary;
+    agree = v.agree, complete = v.complete, record = std::move(v.record);
+  }
+  out.info["validation"] = std::move(record);
+  // The model may add checks of its own (identities, conservation laws) and overrule the verdict.
+  finish(model, p, "validate", out);
+  agree = agree && out.info["validation"]["verdict"] == "agree";
+  out.info["validation"]["verdict"] = agree ? "agree" : "disagree";
+  out.files["validate.json"] = out.info["validation"].dump(2) + "\n";
+  out.exit_code = !complete ? 130 : (agree ? 0 : 1);
+  return out;
+}
+
+void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsModel> model) {
+  entry.commands["curve"] = [model](const Params& p, RunContext& ctx) { return dynamics_curve(*model, p, ctx); };
+  entry.commands["simulate"] = [model](const Params& p, RunContext& ctx) { return dynamics_simulate(*model, p, ctx); };
+  entry.commands["validate"] = [model](const Params& p, RunContext& ctx) { return dynamics_validate(*model, p, ctx); };
+}
+
+ParamSet& declare_standard_keys(ParamSet& set, const StandardDefaults& d) {
+  set.real("t_max", d.t_max, "final time of curve and simulation", Range::positive())
+      .real_list("t_points", nullptr, "observation times (default: 0 and n_points log-spaced times up to t_max)", Range::nonnegative())
+      .integer("n_points", d.n_points, "number of log-spaced observation times when t_points is not given", Range::between(2, 100000))
+      .real("rtol", d.rtol, "relative tolerance of the adaptive integrator", Range::positive())
+      .real("atol", d.atol, "absolute tolerance of the adaptive integrator", Range::positive())
+      .choice("stepper", "dopri5", stepper_names(), "Odeint stepper")
+      .integer("seed", 0, "seed of every random stream", Range::at_least(0))
+      .integer("seeds", d.seeds, "independent simulation runs (replicas 0..seeds-1 of the seed)", Range::between(1, 100000))
+      .int_list("dims", nlohmann::json(d.dims), "validate: sizes " + d.size_key + " of the finite-size study", Range::at_least(2))
+      .choice("mode", "trajectory", {"trajectory", "drift"},
+              "validate: compare whole trajectories, or the one-step drift of every order parameter term by term")
+      .real("tolerance", d.tolerance, "validate: allowed |theory - simulation| in units of the combined standard error", Range::positive())
+      .real("rel_tolerance", d.rel_tolerance,
+            "validate: deviations below this fraction of the block's scale always pass (finite-size bias allowance)", Range::nonnegative())
+      .real("t_compare", -1.0, "validate: compare trajectories up to this time (-1: up to the first plateau escape, or t_max)")
+      .integer("theory_replicas", 1, "validate: independent theory sample sets (their spread is the theory's sampling error)",
+               Range::between(1, 64))
+      .integer("drift_samples", d.drift_samples, "validate mode=drift: one-step increments averaged per check", Range::at_least(10))
+      .real_list("drift_times", nlohmann::json(d.drift_times), "validate mode=drift: times along a run at which the drift is checked",
+                 Range::nonnegative());
+  return set;
+}
+
+DynamicsSettings standard_settings(const Params& p, const StandardDefaults& d, const StateLayout& layout) {
+  DynamicsSettings s;
+  if (p.has("t_points")) {
+    const Eigen::VectorXd t = p.vector("t_points");
+    s.times.assign(t.data(), t.data() + t.size());
+    std::sort(s.times.begin(), s.times.end());
+  } else {
+    const double t_max = p.real("t_max");
+    s.times = log_spaced(t_max * 1e-3, t_max, static_cast<int>(p.integer("n_points")), true);
+  }
+  s.integrate.rtol = p.real("rtol");
+  s.integrate.atol = p.real("atol");
+  s.integrate.stepper = stepper_from_name(p.text("stepper"));
+  s.integrate.component_name = [layout](int k) { return layout.component_name(k); };
+  s.size_name = d.size_key;
+  s.simulate_size = static_cast<double>(p.integer(d.size_key));
+  for (long v : p.int_vector("dims")) s.validate_sizes.push_back(static_cast<double>(v));
+  s.seeds = static_cast<int>(p.integer("seeds"));
+  s.seed = static_cast<std::uint64_t>(p.integer("seed"));
+  s.theory_replicas = static_cast<int>(p.integer("theory_replicas"));
+  s.tolerance = p.real("tolerance");
+  s.rel_tolerance = p.real("rel_tolerance");
+  s.t_compare = p.real("t_compare");
+  const Eigen::VectorXd dt = p.vector("drift_times");
+  s.drift_times.assign(dt.data(), dt.data() + dt.size());
+  s.drift_samples = p.integer("drift_samples");
+  s.drift_size = s.validate_sizes.empty() ? s.simulate_size : s.validate_sizes.back();
+  return s;
+}
+
+}  // namespace hdat

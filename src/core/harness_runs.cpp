@@ -1,0 +1,212 @@
+// The theory's runs and the finite ensembles of the harness (harness.hpp).
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+
+#include "hdat/core/harness.hpp"
+#include "hdat/core/output.hpp"
+#include "hdat/core/progress.hpp"
+#include "hdat/core/statistics.hpp"
+
+namespace hdat {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> run_columns(const Observables& observables, const StateLayout& layout) {
+  std::vector<std::string> cols = {"t"};
+  for (std::size_t k = 0; k < observables.size(); ++k) {
+    cols.push_back(observables.names()[k]);
+    if (observables.estimated(k)) cols.push_back(observables.names()[k] + "_se");
+  }
+  for (const auto& c : layout.columns()) cols.push_back(c);
+  return cols;
+}
+
+std::vector<double> run_row(double t, const Observables& observables, const StateLayout& layout, const Eigen::VectorXd& x) {
+  std::vector<double> row = {t};
+  for (std::size_t k = 0; k < observables.size(); ++k) {
+    row.push_back(observables.at(k).value);
+    if (observables.estimated(k)) row.push_back(observables.at(k).se);
+  }
+  for (double v : layout.values(x)) row.push_back(v);
+  return row;
+}
+
+TheoryRun integrate_theory(const OdeTheory& theory, const Eigen::VectorXd& x0, const std::vector<double>& times, IntegrateOptions options) {
+  const StateLayout& layout = theory.layout();
+  if (!options.component_name) options.component_name = [layout](int k) { return layout.component_name(k); };
+  TheoryRun out{Table(run_columns(theory.observe(x0, times.front()), layout)), {}, x0, x0, nlohmann::json::object()};
+  auto observe = [&](double t, const Eigen::VectorXd& x) {
+    out.table.add_row(run_row(t, theory.observe(x, t), layout, x));
+    out.final = x;
+    return !interrupted();
+  };
+  auto system = [&theory](const ConstVecRef& x, VecRef dxdt, double t) { theory(x, dxdt, t); };
+  out.solver = integrate(system, x0, times.front(), times, observe, options);
+  return out;
+}
+
+ReplicatedTheory run_theory_replicas(const DynamicsModel& model, const Params& p, const Eigen::VectorXd& x0,
+                                     const std::vector<double>& times, const IntegrateOptions& options, int replicas) {
+  std::vector<TheoryRun> runs;
+  for (int k = 0; k < replicas; ++k) runs.push_back(model.theory(p, k)->run(x0, times, options));
+  ReplicatedTheory out{runs.front(), {}};
+  std::size_t rows = out.run.table.rows();
+  for (const auto& r : runs) {
+    rows = std::min(rows, r.table.rows());
+    if (!r.solver.ok() && out.run.solver.ok()) out.run.solver = r.solver;
+  }
+  const auto& cols = out.run.table.columns();
+  Table mean(cols), se(cols);
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::vector<double> m_row, se_row;
+    for (const auto& c : cols) {
+      std::vector<double> values;
+      for (const auto& run : runs) values.push_back(run.table.number(r, c));
+      const stats::MeanSe s = stats::mean_se(values);
+      m_row.push_back(s.mean);
+      se_row.push_back(s.se);
+    }
+    mean.add_row(m_row);
+    se.add_row(se_row);
+  }
+  out.run.table = std::move(mean);
+  out.se = std::move(se);
+  return out;
+}
+
+namespace {
+
+// The columns of a run table that are values (not the per-run standard errors of estimated
+// observables): the ensemble averages these.
+std::vector<std::string> value_columns(const Table& run) {
+  std::vector<std::string> out;
+  const auto& cols = run.columns();
+  for (std::size_t i = 1; i < cols.size(); ++i) {
+    const std::string& c = cols[i];
+    const bool is_se = c.size() > 3 && c.compare(c.size() - 3, 3, "_se") == 0 && run.has_column(c.substr(0, c.size() - 3));
+    if (!is_se) out.push_back(c);
+  }
+  return out;
+}
+
+std::string size_text(double size) {
+  return size == std::floor(size) && std::fabs(size) < 1e15 ? fmt::format("{}", static_cast<long long>(size)) : fmt::format("{:g}", size);
+}
+
+}  // namespace
+
+Table ensemble_mean(const std::vector<Table>& runs) {
+  if (runs.empty()) return Table({"t"});
+  const std::vector<std::string> values = value_columns(runs.front());
+  std::vector<std::string> cols = {"t"};
+  for (const auto& c : values) {
+    cols.push_back(c);
+    cols.push_back(c + "_se");
+  }
+  Table mean(cols);
+  for (std::size_t r = 0; r < runs.front().rows(); ++r) {
+    std::vector<double> row = {runs.front().number(r, "t")};
+    for (const auto& c : values) {
+      std::vector<double> per_seed;
+      for (const auto& run : runs) per_seed.push_back(run.number(r, c));
+      const stats::MeanSe s = stats::mean_se(per_seed);
+      row.push_back(s.mean);
+      row.push_back(s.se);
+    }
+    mean.add_row(row);
+  }
+  return mean;
+}
+
+std::string simulation_hash(const DynamicsModel& model, const Params& p, double size) {
+  nlohmann::json j = p.flat();
+  // The harness's own keys: they choose what is compared, not how a run goes.
+  for (const char* k : {"dims", "mode", "tolerance", "rel_tolerance", "t_compare", "drift_samples", "drift_times", "theory_replicas",
+                        "seeds", "rtol", "atol", "stepper", "break_term"})
+    j.erase(k);
+  for (const auto& k : model.theory_only_keys) j.erase(k);
+  j["size"] = size;
+  return fmt::format("{:016x}", std::hash<std::string>{}(j.dump()));
+}
+
+TheoryRun OdeTheory::run(const Eigen::VectorXd& x0, const std::vector<double>& times, const IntegrateOptions& options) const {
+  return integrate_theory(*this, x0, times, options);
+}
+
+Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const DynamicsSettings& settings, double size,
+                      const RunContext& ctx) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<double>& times = settings.times;
+  Ensemble ens;
+  ens.size = size;
+  ens.requested = settings.seeds;
+  const auto n_seeds = static_cast<std::size_t>(settings.seeds);
+  std::vector<Table> runs(n_seeds);
+  std::vector<char> done(n_seeds, 0);
+  const fs::path persist = ctx.out.empty() ? fs::path() : ctx.out / "seeds";
+  const std::string hash = simulation_hash(model, p, size);
+  auto seed_file = [&](std::size_t k) {
+    return persist / fmt::format("{}_{}{}_seed{}.csv", hash, settings.size_name, size_text(size), settings.seed + k);
+  };
+  // The columns every finished run must have (a persisted file from another layout is recomputed).
+  std::vector<std::string> columns;
+  {
+    auto probe = model.system(p, size, 0);
+    columns = run_columns(probe->observe(), model.theory(p, 0)->layout());
+  }
+  if (!persist.empty())
+    for (std::size_t k = 0; k < n_seeds; ++k)
+      if (fs::exists(seed_file(k))) {
+        Table t = Table::read_csv_file(seed_file(k));
+        if (t.rows() == times.size() && t.columns() == columns) runs[k] = std::move(t), done[k] = 1;
+      }
+
+  const auto per_seed = static_cast<long>(times.size());
+  Progress progress(fmt::format("simulate {}={}", settings.size_name, size_text(size)), settings.seeds * per_seed, !ctx.quiet);
+  for (std::size_t k = 0; k < n_seeds; ++k)
+    if (done[k]) progress.advance(per_seed);
+  const StateLayout layout = model.theory(p, 0)->layout();
+  const int threads = settings.parallel_seeds ? (ctx.threads > 0 ? ctx.threads : omp_get_max_threads()) : 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (std::size_t k = 0; k < n_seeds; ++k) {
+    if (done[k] || interrupted()) continue;
+    auto system = model.system(p, size, k);
+    Table t(columns);
+    bool complete = true;
+    for (double time : times) {
+      if (interrupted()) {
+        complete = false;
+        break;
+      }
+      system->advance_to(time);
+      t.add_row(run_row(time, system->observe(), layout, system->state()));
+      progress.advance(1);
+    }
+    if (!complete) continue;
+    if (!persist.empty()) write_file_atomic(seed_file(k), t.to_csv());
+    runs[k] = std::move(t);
+    done[k] = 1;
+  }
+  progress.finish();
+  for (std::size_t k = 0; k < n_seeds; ++k)
+    if (done[k]) {
+      ens.runs.push_back(runs[k]);
+      if (model.escape_time) ens.escape_times.push_back(model.escape_time(p, ens.runs.back()));
+    }
+  ens.finished = static_cast<int>(ens.runs.size());
+  ens.mean = ensemble_mean(ens.runs);
+  ens.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return ens;
+}
+
+Eigen::VectorXd measured_initial_state(const Ensemble& ensemble, const StateLayout& layout) {
+  std::vector<double> values;
+  for (const auto& c : layout.columns()) values.push_back(ensemble.mean.number(0, c));
+  return layout.from_values(values);
+}
+
+}  // namespace hdat
