@@ -23,7 +23,7 @@ command -v ninja >/dev/null 2>&1 && [ ! -f "$build/CMakeCache.txt" ] && generato
 # The libraries are instrumented too (HDAT_FUZZ); tests, benchmarks and the program are not needed, and
 # clang refuses (rather than ignores) a precompiled header built with other macros: none here.
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
-      -DHDAT_FUZZ=ON -DHDAT_PRECOMPILED_HEADERS=OFF -DHDAT_BUILD_TESTS=ON -DHDAT_BUILD_BENCHMARKS=OFF -DHDAT_BUILD_TOOLS=OFF ${HDAT_CMAKE_ARGS:-} >/dev/null
+      -DHDAT_FUZZ=ON -DHDAT_PRECOMPILED_HEADERS=OFF -DHDAT_BUILD_TESTS=ON -DHDAT_BUILD_BENCHMARKS=OFF -DHDAT_BUILD_TOOLS=OFF -DHDAT_PYTHON=OFF ${HDAT_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j"$jobs" --target "${targets[@]}"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"

@@ -51,7 +51,6 @@ void descent(const std::string& label, const Config& c, double t_end, int repeat
   GdOptions o;
   o.lr = c.lr;
   o.times = {0.0, t_end};
-  o.drift_check = false;
   GdRun g;
   const double s = median_seconds(repeats, [&] { g = gradient_descent(c, in, o); });
   fmt::print("  {:<52} {:>9.3f} s   {:>10} steps  {:.3g} steps/s\n", label, s, g.steps_done, g.steps_done / s);

@@ -5,6 +5,7 @@
 #include <boost/random/sobol.hpp>
 #include <boost/random/uniform_01.hpp>
 #include <cmath>
+#include <omp.h>
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/random.hpp"
@@ -16,6 +17,20 @@ Sampling sampling_from_name(const std::string& name) {
   if (name == "sobol" || name == "qmc") return Sampling::sobol;
   throw InputError("sampling", "unknown sampling '" + name + "'; allowed: mc|sobol");
 }
+
+namespace detail {
+void for_each_chunk(long n_chunks, int threads, const std::function<std::function<void(long)>()>& make_worker) {
+  const int nt = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel num_threads(nt)
+  {
+    std::function<void(long)> work;
+#pragma omp critical(hdat_make_worker)
+    work = make_worker();
+#pragma omp for schedule(static)
+    for (long c = 0; c < n_chunks; ++c) work(c);
+  }
+}
+}  // namespace detail
 
 std::string sampling_name(Sampling s) { return s == Sampling::sobol ? "sobol" : "mc"; }
 

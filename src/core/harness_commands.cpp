@@ -48,7 +48,7 @@ RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext
   const auto start = std::chrono::steady_clock::now();
   const auto theory = model.theory(p, 0);
   const Eigen::VectorXd x0 = model.initial_state(p, *theory);
-  const TheoryRun run = theory->run(x0, s.times, s.integrate);
+  const TheoryRun run = theory->run(x0, s.curve_times.empty() ? s.times : s.curve_times, s.integrate);
 
   RunOutput out;
   out.tables["curve.csv"] = run.table;
@@ -100,6 +100,7 @@ RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunCont
                             {"wall_seconds", ens.seconds},
                             {"persisted_seeds", ctx.out.empty() ? "" : (ctx.out / "seeds").string()}};
   if (model.escape_time) out.info["simulation"]["escape_times"] = escapes;
+  if (!ens.records.empty() && !ens.records.front().empty()) out.info["simulation"]["runs"] = ens.records;
   out.summary = fmt::format("simulation{}: {} = {:g}, {} of {} seeds, t up to {:g}, {:.2f} s\n", describe(model, p), s.size_name,
                             s.simulate_size, ens.finished, ens.requested, s.times.back(), ens.seconds);
   const std::size_t n = ens.mean.rows();

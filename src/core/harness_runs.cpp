@@ -17,21 +17,25 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> run_columns(const Observables& observables, const StateLayout& layout) {
   std::vector<std::string> cols = {"t"};
-  for (std::size_t k = 0; k < observables.size(); ++k) {
+  for (std::size_t k = 0; k <= observables.size(); ++k) {
+    if (k == observables.blocks_at())
+      for (const auto& c : layout.columns()) cols.push_back(c);
+    if (k == observables.size()) break;
     cols.push_back(observables.names()[k]);
     if (observables.estimated(k)) cols.push_back(observables.names()[k] + "_se");
   }
-  for (const auto& c : layout.columns()) cols.push_back(c);
   return cols;
 }
 
 std::vector<double> run_row(double t, const Observables& observables, const StateLayout& layout, const Eigen::VectorXd& x) {
   std::vector<double> row = {t};
-  for (std::size_t k = 0; k < observables.size(); ++k) {
+  for (std::size_t k = 0; k <= observables.size(); ++k) {
+    if (k == observables.blocks_at())
+      for (double v : layout.values(x)) row.push_back(v);
+    if (k == observables.size()) break;
     row.push_back(observables.at(k).value);
     if (observables.estimated(k)) row.push_back(observables.at(k).se);
   }
-  for (double v : layout.values(x)) row.push_back(v);
   return row;
 }
 
@@ -146,11 +150,12 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
   ens.requested = settings.seeds;
   const auto n_seeds = static_cast<std::size_t>(settings.seeds);
   std::vector<Table> runs(n_seeds);
+  std::vector<nlohmann::json> records(n_seeds, nlohmann::json::object());
   std::vector<char> done(n_seeds, 0);
   const fs::path persist = ctx.out.empty() ? fs::path() : ctx.out / "seeds";
   const std::string hash = simulation_hash(model, p, size);
   auto seed_file = [&](std::size_t k) {
-    return persist / fmt::format("{}_{}{}_seed{}.csv", hash, settings.size_name, size_text(size), settings.seed + k);
+    return persist / fmt::format("{}_{}{}_seed{}_replica{}.csv", hash, settings.size_name, size_text(size), settings.seed, k);
   };
   // The columns every finished run must have (a persisted file from another layout is recomputed).
   std::vector<std::string> columns;
@@ -163,6 +168,9 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
       if (fs::exists(seed_file(k))) {
         Table t = Table::read_csv_file(seed_file(k));
         if (t.rows() == times.size() && t.columns() == columns) runs[k] = std::move(t), done[k] = 1;
+        fs::path record_file = seed_file(k);
+        record_file += ".json";
+        if (done[k] && fs::exists(record_file)) records[k] = nlohmann::json::parse(read_file(record_file));
       }
 
   const auto per_seed = static_cast<long>(times.size());
@@ -187,7 +195,11 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
       progress.advance(1);
     }
     if (!complete) continue;
-    if (!persist.empty()) write_file_atomic(seed_file(k), t.to_csv());
+    records[k] = system->record();
+    if (!persist.empty()) {
+      if (!records[k].empty()) write_file_atomic(seed_file(k).string() + ".json", records[k].dump() + "\n");
+      write_file_atomic(seed_file(k), t.to_csv());
+    }
     runs[k] = std::move(t);
     done[k] = 1;
   }
@@ -195,6 +207,7 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
   for (std::size_t k = 0; k < n_seeds; ++k)
     if (done[k]) {
       ens.runs.push_back(runs[k]);
+      ens.records.push_back(records[k]);
       if (model.escape_time) ens.escape_times.push_back(model.escape_time(p, ens.runs.back()));
     }
   ens.finished = static_cast<int>(ens.runs.size());

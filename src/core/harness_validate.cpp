@@ -193,23 +193,25 @@ TrajectoryValidation validate_trajectories(const DynamicsModel& model, const Par
                         {"theory_solver", run.theory.run.solver.to_json()},
                         {"simulation_seconds", ens.seconds},
                         {"agree", size_ok}});
+    if (!ens.records.empty() && !ens.records.front().empty()) per_size.back()["runs"] = ens.records;
+    if (!run.theory.run.info.empty()) per_size.back()["theory"] = run.theory.run.info;
   }
 
   // Finite-size trend of the gap, and (when asked) its order of convergence between successive sizes.
-  nlohmann::json exponents = nlohmann::json::object();
+  nlohmann::json exponents = nlohmann::json::object(), orders = nlohmann::json::object();
   std::string exponent_line;
   bool order_ok = true;
   for (const auto& b : block_names) {
     const double slope = stats::loglog_slope(sizes, gaps[b]);
     exponents[b] = number_or_null(slope);
     exponent_line += fmt::format("{}{:.2f} ({})", exponent_line.empty() ? "" : ", ", slope, b);
-    if (std::isfinite(s.min_order))
-      for (std::size_t k = 0; k + 1 < sizes.size(); ++k) {
-        const double g0 = gaps[b][k], g1 = gaps[b][k + 1];
-        if (!(g1 > 1e-9)) continue;  // already at round-off
-        const double order = std::log(g0 / g1) / std::fabs(std::log(sizes[k] / sizes[k + 1]));
-        order_ok = order_ok && order >= s.min_order;
-      }
+    orders[b] = nlohmann::json::array();
+    for (std::size_t k = 0; k + 1 < sizes.size(); ++k) {
+      const double g0 = gaps[b][k], g1 = gaps[b][k + 1];
+      const double order = std::log(g0 / g1) / std::fabs(std::log(sizes[k] / sizes[k + 1]));
+      orders[b].push_back(number_or_null(order));
+      if (std::isfinite(s.min_order) && g1 > 1e-9) order_ok = order_ok && order >= s.min_order;  // else already at round-off
+    }
   }
   std::vector<double> log_sizes, escapes;
   for (std::size_t r = 0; r < v.escape.rows(); ++r)
@@ -224,6 +226,7 @@ TrajectoryValidation validate_trajectories(const DynamicsModel& model, const Par
               {"size", sz},
               {"per_size", per_size},
               {"gap_exponent", exponents},
+              {"gap_order", orders},
               {"gap_window", number_or_null(t_common)},
               {"gap_exponent_expected", s.gap_exponent_expected},
               {"escape_time_slope_vs_log_size", number_or_null(escape_slope)}};
@@ -248,7 +251,7 @@ DriftValidation validate_drift(const DynamicsModel& model, const Params& p, RunC
       for (int i = 0; i < b.rows; ++i)
         if (!b.symmetric || i <= j) entries.push_back(b.offset + i + j * b.rows);
   bool all_ok = true;
-  double worst = 0;
+  double worst = 0, worst_ratio = 0;
   Progress progress("drift check", static_cast<long>(s.drift_times.size()) * s.drift_samples, !ctx.quiet);
   for (double t_check : s.drift_times) {
     system->advance_to(t_check);
@@ -266,10 +269,12 @@ DriftValidation validate_drift(const DynamicsModel& model, const Params& p, RunC
         const double tv = th.value(k)(c), tse = th.se(k)(c);
         if (tv == 0 && tse == 0 && m(c) == 0 && e(c) == 0) continue;  // a term that cannot touch this entry
         const double se = std::hypot(tse, e(c));
-        const double z = (tv - m(c)) / std::max(se, 1e-300);
-        const bool ok = std::fabs(z) <= s.tolerance;
+        const double z = se > 0 ? (tv - m(c)) / se : (tv == m(c) ? 0.0 : NAN);
+        const double allowed = s.tolerance * se + s.drift_abs_tolerance;
+        const bool ok = std::fabs(tv - m(c)) <= allowed;
         all_ok = all_ok && ok;
-        worst = std::max(worst, std::fabs(z));
+        if (std::isfinite(z)) worst = std::max(worst, std::fabs(z));
+        worst_ratio = std::max(worst_ratio, std::fabs(tv - m(c)) / allowed);
         v.rows.add_row(std::vector<Cell>{system->time(), th.name(k), layout.component_name(c), tv, tse, m(c), e(c), z, ok ? 1.0 : 0.0});
       }
     }
@@ -283,10 +288,12 @@ DriftValidation validate_drift(const DynamicsModel& model, const Params& p, RunC
               {s.size_name, s.drift_size},
               {"samples", s.drift_samples},
               {"verdict", v.agree ? "agree" : "disagree"},
-              {"criterion", fmt::format("|theory - mean of one-step increments / dt| <= {} combined standard errors, for every "
+              {"criterion", fmt::format("|theory - mean of one-step increments / dt| <= {} combined standard errors{}, for every "
                                         "entry of every term of the drift",
-                                        s.tolerance)},
-              {"max_abs_z", worst}};
+                                        s.tolerance, s.drift_abs_tolerance > 0 ? fmt::format(" + {:g}", s.drift_abs_tolerance) : "")},
+              {"max_abs_z", worst},
+              {"max_deviation_over_allowed", number_or_null(worst_ratio)}};
+  if (s.drift_abs_tolerance > 0) v.summary += fmt::format("  largest |theory - increment| / allowed = {:.3g}\n", worst_ratio);
   v.summary += fmt::format("  largest |z| = {:.2f} (allowed {}): {}\n", worst, s.tolerance, v.agree ? "drift AGREES term by term" : "drift DISAGREES");
   return v;
 }

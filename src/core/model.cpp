@@ -18,6 +18,11 @@ Observables& Observables::add(const std::string& name, double value, double se) 
   return *this;
 }
 
+Observables& Observables::blocks_here() {
+  blocks_at_ = names_.size();
+  return *this;
+}
+
 bool Observables::has(const std::string& name) const {
   for (const auto& n : names_)
     if (n == name) return true;

@@ -14,6 +14,7 @@ extern "C" void on_signal(int) { g_interrupted = 1; }
 
 bool interrupted() { return g_interrupted != 0; }
 void request_interrupt() { g_interrupted = 1; }
+void clear_interrupt() { g_interrupted = 0; }
 void install_interrupt_handler() {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);

@@ -11,7 +11,6 @@
 #include "hdat/polarization/flow.hpp"
 #include "hdat/polarization/instance.hpp"
 #include "hdat/polarization/reduced.hpp"
-#include "hdat/polarization/compare.hpp"
 
 using namespace hdat;
 using namespace hdat::polarization;

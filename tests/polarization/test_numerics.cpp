@@ -119,8 +119,11 @@ TEST_CASE("full gradient of L(V, a) matches finite differences for every loss, b
         CAPTURE(arch);
         CAPTURE(nm);
         const int T = 5, d = arch == "tied" ? 5 : 3;
-        const Config c = config({{"loss", loss}, {"architecture", arch}, {"normalization", nm}, {"T", T}, {"d", d}, {"n", 4}, {"kappa", 3},
-                                 {"V0_std", 0.8}, {"a0_std", 0.7}, {"a0_mean", 0.3}, {"seed", 5}});
+        std::vector<std::pair<std::string, nlohmann::json>> sets = {{"loss", loss}, {"architecture", arch}, {"normalization", nm}, {"T", T},
+                                                                    {"d", d}, {"a0_std", 0.7}, {"a0_mean", 0.3}, {"seed", 5}};
+        if (loss == "regression") sets.insert(sets.end(), {{"n", 4}, {"kappa", 3}});
+        if (arch == "value") sets.push_back({"V0_std", 0.8});
+        const Config c = config(sets);
         const Instance in = make_instance(c);
         FullModel model(c, in);
         Eigen::MatrixXd V = in.V0 + 0.3 * Eigen::MatrixXd::Random(d, T);
@@ -163,20 +166,22 @@ TEST_CASE("the reduced right-hand sides are the exact projections of the full fl
         FullFlow full(c, in);
         Eigen::VectorXd xf = full.initial_state(), dxf(xf.size());
         full.rhs(xf, dxf);
-        Eigen::Map<const Eigen::MatrixXd> V(xf.data(), d, T), dV(dxf.data(), d, T);
+        const auto V = full.layout().view(xf, "V"), dV = full.layout().view(dxf, "V");
         auto reduced = make_flow(c, in);
         REQUIRE(reduced->kind() == FlowKind::reduced);
         Eigen::VectorXd xr = reduced->initial_state(), dxr(xr.size());
         reduced->rhs(xr, dxr);
+        const StateLayout& rl = reduced->layout();
         const Eigen::VectorXd du = dV.transpose() * in.beta_star;  // du/dt = (dV/dt)ᵀβ*
-        const Eigen::VectorXd da = dxf.segment(d * T, T);
+        const Eigen::VectorXd da = full.layout().view(dxf, "a");
         const double scale = 1 + dxf.cwiseAbs().maxCoeff();
-        CHECK((dxr.segment(0, T) - du).cwiseAbs().maxCoeff() <= 1e-14 * scale);
-        CHECK((dxr.segment(reduced->logits_offset(), T) - da).cwiseAbs().maxCoeff() <= 1e-14 * scale);
+        CHECK((rl.view(dxr, "u") - du).cwiseAbs().maxCoeff() <= 1e-14 * scale);
+        CHECK((rl.view(dxr, "a") - da).cwiseAbs().maxCoeff() <= 1e-14 * scale);
+        // The state of the full flow's weights, measured by the reduced flow, is its own initial state.
+        CHECK((reduced->state_of(V, full.layout().view(xf, "a")) - xr).cwiseAbs().maxCoeff() <= 1e-14 * (1 + xr.cwiseAbs().maxCoeff()));
         if (loss == "square") {
           const Eigen::MatrixXd dQ = dV.transpose() * V + V.transpose() * dV;  // d(VᵀV)/dt
-          Eigen::Map<const Eigen::MatrixXd> dQr(dxr.data() + T, T, T);
-          CHECK((dQr - dQ).cwiseAbs().maxCoeff() <= 1e-13 * scale);
+          CHECK((rl.view(dxr, "Q") - dQ).cwiseAbs().maxCoeff() <= 1e-13 * scale);
         }
       }
 }
@@ -187,10 +192,10 @@ TEST_CASE("logistic full flow: the part of V orthogonal to β* never moves and d
   FullFlow full(c, in);
   Eigen::VectorXd x = full.initial_state(), dx(x.size());
   full.rhs(x, dx);
-  Eigen::Map<const Eigen::MatrixXd> V(x.data(), c.d, c.T), dV(dx.data(), c.d, c.T);
+  const auto V = full.layout().view(x, "V"), dV = full.layout().view(dx, "V");
   const Eigen::VectorXd bh = in.beta_star.normalized();
   CHECK((dV - bh * (bh.transpose() * dV)).cwiseAbs().maxCoeff() <= 1e-16);
-  const Measured m = full.measure(x);
+  const Measurement m = full.measure(x);
   const double gamma = logistic(-m.z);
   CHECK(2 * (V.cwiseProduct(dV)).sum() == doctest::Approx(2 * gamma * m.z).epsilon(1e-13));
 }

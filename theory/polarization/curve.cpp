@@ -4,47 +4,53 @@
 
 #include "hdat/polarization/normalization.hpp"
 #include "hdat/polarization/observables.hpp"
-#include "hdat/polarization/reduced.hpp"
 
 namespace hdat::polarization {
 
-CurveResult theory_curve(const Config& c, const Instance& in) {
-  CurveResult r;
-  auto flow = make_flow(c, in);
-  const auto conds = event_conditions(c, *flow);
-  const IntegrateOptions opt = integrate_options(c, *flow);
-  r.flow = run_flow(flow->system(), flow->initial_state(), 0.0, c.times, conds, opt);
-  // Sign changes are events; weights that start outside the simplex (sum, l1 with mixed-sign logits
-  // are fine, sum is not) are reported once at t = 0.
-  if (c.normalization == Normalization::sum && flow->logits_offset() >= 0) {
-    const Eigen::VectorXd x0 = flow->initial_state();
-    const Eigen::VectorXd a0 = x0.segment(flow->logits_offset(), c.T);
+FlowResult integrate_flow(const Config& c, const FlowSystem& flow, const Eigen::VectorXd& x0, const std::vector<double>& times,
+                          const IntegrateOptions& options) {
+  FlowResult r = run_flow(flow.system(), x0, times.front(), times, event_conditions(c, flow), options);
+  // Sign changes are events; weights that start outside the simplex (sum with mixed-sign logits) are
+  // reported once at the start.
+  if (c.normalization == Normalization::sum && flow.logits_offset() >= 0) {
+    const Eigen::VectorXd a0 = x0.segment(flow.logits_offset(), c.T);
     for (int i = 0; i < c.T; ++i)
       if (a0(i) / a0.sum() < 0)
-        r.flow.events.insert(r.flow.events.begin(),
-                             Event{"outside_simplex_at_start", i, 0.0, EventAction::report,
-                                   "weight s_" + std::to_string(i) + " = a_" + std::to_string(i) + "/Σa is negative at t = 0", -1});
+        r.events.insert(r.events.begin(), Event{"outside_simplex_at_start", i, times.front(), EventAction::report,
+                                                "weight s_" + std::to_string(i) + " = a_" + std::to_string(i) + "/Σa is negative at t = 0", -1});
   }
+  return r;
+}
+
+nlohmann::json flow_info(const Config& c, const FlowSystem& flow, const FlowResult& r) {
+  nlohmann::json events = nlohmann::json::array();
+  for (const auto& e : r.events) events.push_back(e.to_json());
+  const char* equations = flow.kind() == FlowKind::full ? "dV/dt = -dL/dV, da/dt = -dL/da (full parameters)"
+                          : c.loss == Loss::logistic    ? "du/dt = b γ s, da/dt = ρ γ Jᵀu (reduced, derivation.md §2)"
+                                                        : "du/dt = s(b - u·s), dQ/dt = s wᵀ + w sᵀ, da/dt = ρ Jᵀw (reduced, §3)";
+  return {{"flow", {{"kind", name(flow.kind())}, {"state_size", flow.size()}, {"equations", equations}}},
+          {"solver", r.solver_json()},
+          {"events", events}};
+}
+
+CurveResult theory_curve(const Config& c, const Instance& in) {
+  CurveResult r;
+  const auto flow = make_flow(c, in);
+  r.flow = integrate_flow(c, *flow, flow->initial_state(), c.times, integrate_options(c, *flow));
   r.table = Table(observable_columns(c));
   for (std::size_t k = 0; k < r.flow.t.size(); ++k) r.table.add_row(observable_row(c, r.flow.t[k], flow->measure(r.flow.x[k])));
   r.ok = r.flow.summary.ok();
-  r.info["flow"] = {{"kind", name(flow->kind())}, {"state_size", flow->size()},
-                    {"equations", flow->kind() == FlowKind::full ? "dV/dt = -dL/dV, da/dt = -dL/da (full parameters)"
-                                  : c.loss == Loss::logistic ? "du/dt = b γ s, da/dt = ρ γ Jᵀu (reduced, derivation.md §2)"
-                                                             : "du/dt = s(b - u·s), dQ/dt = s wᵀ + w sᵀ, da/dt = ρ Jᵀw (reduced, §3)"}};
-  r.info["solver"] = r.flow.solver_json();
-  nlohmann::json ev = nlohmann::json::array();
-  for (const auto& e : r.flow.events) ev.push_back(e.to_json());
-  r.info["events"] = ev;
+  r.info = flow_info(c, *flow, r.flow);
   r.info["instance"] = in.record(c);
-  if (c.loss == Loss::logistic && c.normalization == Normalization::softmax && c.architecture == Architecture::value)
-    r.info["asymptotics"] = asymptotics(c, in, r.table);
+  const nlohmann::json limits = asymptotics(c, in, r.table);
+  if (!limits.is_null()) r.info["asymptotics"] = limits;
   return r;
 }
 
 nlohmann::json asymptotics(const Config& c, const Instance& in, const Table& table) {
+  if (!(c.loss == Loss::logistic && c.normalization == Normalization::softmax && c.architecture == Architecture::value) || table.empty())
+    return nullptr;
   nlohmann::json j;
-  if (table.empty()) return j;
   const std::size_t last = table.rows() - 1;
   Eigen::Index w = 0;
   in.u0.maxCoeff(&w);

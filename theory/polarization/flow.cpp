@@ -40,6 +40,132 @@ struct Reintegrator {
   }
 };
 
+// A freeze or stop event found in a step: the segment ends at the last accepted state before it.
+struct Pending {
+  Event event;
+  std::size_t condition;
+  double t_prev;
+  Eigen::VectorXd x_prev;
+};
+
+// The time of a sign change of g on [t0, t1] along the flow from (t0, x0), with g(t0) = g0, g(t1) = g1.
+double locate_crossing(const EventCondition& c, const Reintegrator& re, double t0, const Eigen::VectorXd& x0, double t1, double g0,
+                       double g1) {
+  if (g1 == 0.0) return t1;
+  auto h = [&](double t) { return c.g(re.at(t0, x0, t)); };
+  boost::uintmax_t iterations = 60;
+  try {
+    const auto bracket = boost::math::tools::toms748_solve(h, t0, t1, g0, g1, boost::math::tools::eps_tolerance<double>(48), iterations);
+    const double tc = 0.5 * (bracket.first + bracket.second);
+    // Keep the point on the far side of the crossing, so that the action sees g's new sign.
+    return h(tc) * g0 > 0 ? bracket.second : tc;
+  } catch (const std::exception&) {
+    return t1;  // not bracketed after all (g non-monotone inside the step): the step end
+  }
+}
+
+// The step monitor of one segment: after every accepted step it looks for sign changes of the active
+// conditions, records `report` events and ends the segment at the first freeze or stop event.
+class EventMonitor {
+ public:
+  EventMonitor(const std::vector<EventCondition>& conditions, const std::vector<char>& active, const Reintegrator& re, double t0,
+               const Eigen::VectorXd& x0, std::vector<Event>& events, int max_events)
+      : conditions_(conditions), active_(active), re_(re), events_(events), max_events_(max_events), t_last_(t0), x_last_(x0),
+        g_last_(conditions.size(), 0.0) {
+    for (std::size_t i = 0; i < conditions_.size(); ++i)
+      if (active_[i]) g_last_[i] = conditions_[i].g(x0);
+  }
+
+  bool operator()(double t, const Eigen::VectorXd& x) {
+    struct Hit {
+      double t;
+      std::size_t condition;
+    };
+    std::vector<Hit> hits;
+    std::vector<double> g_now(conditions_.size(), 0.0);
+    for (std::size_t i = 0; i < conditions_.size(); ++i) {
+      if (!active_[i]) continue;
+      g_now[i] = conditions_[i].g(x);
+      const double g0 = g_last_[i], g1 = g_now[i];
+      if (!(g0 != 0.0) || !std::isfinite(g0) || !std::isfinite(g1) || !(g0 * g1 <= 0.0)) continue;
+      hits.push_back({locate_crossing(conditions_[i], re_, t_last_, x_last_, t, g0, g1), i});
+    }
+    std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.t < b.t; });
+    for (const Hit& hit : hits) {
+      const EventCondition& c = conditions_[hit.condition];
+      Event ev{c.kind, c.index, hit.t, c.action, c.what, g_last_[hit.condition] > 0 ? -1 : +1};
+      if (c.action == EventAction::report) {
+        if (static_cast<int>(events_.size()) < max_events_) events_.push_back(ev);
+        continue;
+      }
+      pending = Pending{ev, hit.condition, t_last_, x_last_};
+      return false;  // later hits in this step happen after the state changes: not events of this flow
+    }
+    t_last_ = t;
+    x_last_ = x;
+    g_last_ = g_now;
+    return true;
+  }
+
+  std::optional<Pending> pending;
+
+ private:
+  const std::vector<EventCondition>& conditions_;
+  const std::vector<char>& active_;
+  const Reintegrator& re_;
+  std::vector<Event>& events_;
+  int max_events_;
+  double t_last_;
+  Eigen::VectorXd x_last_;
+  std::vector<double> g_last_;
+};
+
+// The counters of a later segment added to the run's summary; its status is the run's.
+void add_segment(IntegrateSummary& total, const IntegrateSummary& s) {
+  total.rhs_calls += s.rhs_calls;
+  total.accepted_steps += s.accepted_steps;
+  total.rejected_steps += s.rejected_steps;
+  total.jacobian_calls += s.jacobian_calls;
+  total.observations += s.observations;
+  total.rhs_seconds += s.rhs_seconds;
+  if (s.accepted_steps) {
+    total.smallest_step = std::min(total.smallest_step, s.smallest_step);
+    total.largest_step = std::max(total.largest_step, s.largest_step);
+  }
+  total.status = s.status;
+  total.message = s.message;
+  total.t_reached = s.t_reached;
+}
+
+// A segment stopped by an event: the observations after the last accepted state were interpolated
+// across the event, so they are dropped and the requested times up to the event recomputed from that
+// state. Returns the state at the event.
+Eigen::VectorXd observe_until_event(const OdeSystem& f, const Pending& p, const std::vector<double>& times, std::size_t next,
+                                    const IntegrateOptions& quiet, std::vector<double>& bt, std::vector<Eigen::VectorXd>& bx,
+                                    long& rhs_calls) {
+  std::size_t keep = 0;
+  while (keep < bt.size() && bt[keep] <= p.t_prev) ++keep;
+  bt.resize(keep);
+  bx.resize(keep);
+  std::vector<double> between;
+  for (std::size_t k = next + keep; k < times.size() && times[k] <= p.event.t; ++k) between.push_back(times[k]);
+  Eigen::VectorXd x_event = p.x_prev;
+  if (p.event.t > p.t_prev) {
+    std::vector<double> tt = between;
+    if (tt.empty() || tt.back() < p.event.t) tt.push_back(p.event.t);
+    const auto s = integrate(f, p.x_prev, p.t_prev, tt, [&](double t, const Eigen::VectorXd& x) {
+      if (t <= p.event.t && std::find(between.begin(), between.end(), t) != between.end()) {
+        bt.push_back(t);
+        bx.push_back(x);
+      }
+      if (t == p.event.t) x_event = x;
+      return true;
+    }, quiet);
+    rhs_calls += s.rhs_calls;
+  }
+  return x_event;
+}
+
 }  // namespace
 
 nlohmann::json Event::to_json() const {
@@ -60,156 +186,53 @@ FlowResult run_flow(const OdeSystem& f, const Eigen::VectorXd& x0, double t0, co
   FlowResult R;
   IntegrateOptions quiet = options;
   quiet.step_monitor = nullptr;
-  Reintegrator re{&f, quiet, &R.refinement_rhs_calls};
+  const Reintegrator re{&f, quiet, &R.refinement_rhs_calls};
   std::vector<char> active(conds.size(), 1);
   double t_start = t0;
   Eigen::VectorXd x_start = x0;
   std::size_t next = 0;  // first time not yet observed
-  bool first = true;
-  auto wall_start = std::chrono::steady_clock::now();
+  const auto wall_start = std::chrono::steady_clock::now();
 
-  while (true) {
-    std::vector<double> remaining(times.begin() + static_cast<std::ptrdiff_t>(next), times.end());
-    if (remaining.empty()) break;
-    // The pending freeze/stop event of this segment, once the monitor found one.
-    struct Pending {
-      Event ev;
-      std::size_t cond;
-      double t_prev;
-      Eigen::VectorXd x_prev;
-    };
-    std::optional<Pending> pending;
-    double t_last = t_start;
-    Eigen::VectorXd x_last = x_start;
-    std::vector<double> g_last(conds.size());
-    for (std::size_t i = 0; i < conds.size(); ++i) g_last[i] = active[i] ? conds[i].g(x_start) : 0.0;
-
+  // One segment per event that changes the flow (freeze) or ends it (stop).
+  while (next < times.size()) {
+    const std::vector<double> remaining(times.begin() + static_cast<std::ptrdiff_t>(next), times.end());
+    EventMonitor monitor(conds, active, re, t_start, x_start, R.events, max_events);
     IntegrateOptions opt = options;
-    opt.step_monitor = [&](double t, const Eigen::VectorXd& x) -> bool {
-      struct Hit {
-        double tc;
-        std::size_t i;
-      };
-      std::vector<Hit> hits;
-      std::vector<double> g_now(conds.size(), 0.0);
-      for (std::size_t i = 0; i < conds.size(); ++i) {
-        if (!active[i]) continue;
-        g_now[i] = conds[i].g(x);
-        const double g0 = g_last[i], g1 = g_now[i];
-        if (!(g0 != 0.0) || !std::isfinite(g0) || !std::isfinite(g1) || !(g0 * g1 <= 0.0)) continue;
-        double tc = t;
-        if (g1 != 0.0) {
-          // Locate the crossing: g along the flow from the last accepted state, on [t_last, t].
-          auto h = [&](double tt) { return conds[i].g(re.at(t_last, x_last, tt)); };
-          boost::uintmax_t iters = 60;
-          try {
-            auto bracket = boost::math::tools::toms748_solve(h, t_last, t, g0, g1, boost::math::tools::eps_tolerance<double>(48), iters);
-            tc = 0.5 * (bracket.first + bracket.second);
-            // Keep the point on the far side of the crossing, so that the action sees g's new sign.
-            if (h(tc) * g0 > 0) tc = bracket.second;
-          } catch (const std::exception&) {
-            tc = t;  // not bracketed after all (g non-monotone inside the step): the step end
-          }
-        }
-        hits.push_back({tc, i});
-      }
-      std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.tc < b.tc; });
-      for (const Hit& hit : hits) {
-        const EventCondition& c = conds[hit.i];
-        Event ev{c.kind, c.index, hit.tc, c.action, c.what, g_last[hit.i] > 0 ? -1 : +1};
-        if (c.action == EventAction::report) {
-          if (static_cast<int>(R.events.size()) < max_events) R.events.push_back(ev);
-          continue;
-        }
-        pending = Pending{ev, hit.i, t_last, x_last};
-        return false;  // later hits in this step happen after the state changes: not events of this flow
-      }
-      t_last = t;
-      x_last = x;
-      g_last = g_now;
-      return true;
-    };
-
+    opt.step_monitor = [&monitor](double t, const Eigen::VectorXd& x) { return monitor(t, x); };
     std::vector<double> bt;
     std::vector<Eigen::VectorXd> bx;
-    IntegrateSummary s = integrate(f, x_start, t_start, remaining, [&](double t, const Eigen::VectorXd& x) {
+    const IntegrateSummary s = integrate(f, x_start, t_start, remaining, [&](double t, const Eigen::VectorXd& x) {
       bt.push_back(t);
       bx.push_back(x);
       return true;
     }, opt);
-    ++R.segments;
-    // Sum the counters over segments.
-    if (first) {
-      R.summary = s;
-      first = false;
-    } else {
-      R.summary.rhs_calls += s.rhs_calls;
-      R.summary.accepted_steps += s.accepted_steps;
-      R.summary.rejected_steps += s.rejected_steps;
-      R.summary.jacobian_calls += s.jacobian_calls;
-      R.summary.observations += s.observations;
-      R.summary.rhs_seconds += s.rhs_seconds;
-      if (s.accepted_steps) {
-        R.summary.smallest_step = std::min(R.summary.smallest_step, s.smallest_step);
-        R.summary.largest_step = std::max(R.summary.largest_step, s.largest_step);
-      }
-      R.summary.status = s.status;
-      R.summary.message = s.message;
-      R.summary.t_reached = s.t_reached;
-    }
+    if (R.segments++ == 0) R.summary = s;
+    else add_segment(R.summary, s);
 
-    if (s.status == IntegrateStatus::stopped_by_event && pending) {
-      const Pending& p = *pending;
-      // Observations past the last accepted state were interpolated across the event: redo them.
-      std::size_t keep = 0;
-      while (keep < bt.size() && bt[keep] <= p.t_prev) ++keep;
-      bt.resize(keep);
-      bx.resize(keep);
-      std::vector<double> between;
-      std::size_t k = next + keep;
-      while (k < times.size() && times[k] <= p.ev.t) between.push_back(times[k++]);
-      Eigen::VectorXd x_event = p.x_prev;
-      if (p.ev.t > p.t_prev) {
-        std::vector<double> tt = between;
-        if (tt.empty() || tt.back() < p.ev.t) tt.push_back(p.ev.t);
-        auto s2 = integrate(f, p.x_prev, p.t_prev, tt, [&](double t, const Eigen::VectorXd& x) {
-          if (t <= p.ev.t && std::find(between.begin(), between.end(), t) != between.end()) {
-            bt.push_back(t);
-            bx.push_back(x);
-          }
-          if (t == p.ev.t) x_event = x;
-          return true;
-        }, quiet);
-        R.refinement_rhs_calls += s2.rhs_calls;
-      }
-      for (std::size_t j = 0; j < bt.size(); ++j) {
-        R.t.push_back(bt[j]);
-        R.x.push_back(bx[j]);
-      }
-      next += bt.size();
-      R.events.push_back(p.ev);
-      R.summary.t_reached = p.ev.t;
-      if (p.ev.action == EventAction::stop) {
-        R.ended_by_event = true;
-        R.summary.status = IntegrateStatus::stopped_by_event;
-        R.summary.message = fmt::format("{} at t={:.10g}", p.ev.kind, p.ev.t);
-        break;
-      }
-      // freeze
-      const EventCondition& c = conds[p.cond];
-      if (c.zero_component >= 0) x_event(c.zero_component) = 0.0;
-      active[p.cond] = 0;
-      t_start = p.ev.t;
-      x_start = x_event;
-      if (R.segments > 100000) break;
-      continue;
-    }
-    for (std::size_t j = 0; j < bt.size(); ++j) {
-      R.t.push_back(bt[j]);
-      R.x.push_back(bx[j]);
-    }
+    const bool event = s.status == IntegrateStatus::stopped_by_event && monitor.pending;
+    Eigen::VectorXd x_event;
+    if (event) x_event = observe_until_event(f, *monitor.pending, times, next, quiet, bt, bx, R.refinement_rhs_calls);
+    R.t.insert(R.t.end(), bt.begin(), bt.end());
+    R.x.insert(R.x.end(), bx.begin(), bx.end());
     next += bt.size();
-    break;
+    if (!event) break;
+
+    const Pending& p = *monitor.pending;
+    R.events.push_back(p.event);
+    R.summary.t_reached = p.event.t;
+    if (p.event.action == EventAction::stop) {
+      R.ended_by_event = true;
+      R.summary.status = IntegrateStatus::stopped_by_event;
+      R.summary.message = fmt::format("{} at t={:.10g}", p.event.kind, p.event.t);
+      break;
+    }
+    // freeze: the coordinate is set to exactly 0 and its condition retired; the flow restarts there.
+    const EventCondition& c = conds[p.condition];
+    if (c.zero_component >= 0) x_event(c.zero_component) = 0.0;
+    active[p.condition] = 0;
+    t_start = p.event.t;
+    x_start = x_event;
+    if (R.segments > 100000) break;
   }
   R.summary.t_start = t0;
   R.summary.t_requested = times.empty() ? t0 : times.back();

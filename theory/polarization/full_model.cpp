@@ -1,5 +1,7 @@
 #include "hdat/polarization/full_model.hpp"
 
+#include <algorithm>
+
 namespace hdat::polarization {
 
 double output_loss(Loss loss, const Instance& in, const ConstVec& beta, Vec g) {
@@ -56,6 +58,24 @@ double FullModel::evaluate(const ConstMat& V, const ConstVec& a, Mat* gV, Vec* g
     else *ga = g_logits_;
   }
   return loss_;
+}
+
+Measurement FullModel::measure(const ConstMat& V, const ConstVec& a) {
+  Measurement m;
+  m.loss = evaluate(V, a);
+  m.logits = logits_;
+  m.s = s_;
+  m.normaliser = F_;
+  m.u = V.transpose() * in_->direction;
+  m.z = m.u.dot(m.s);
+  m.V_norm = V.norm();
+  const int top = top_index(m.s);
+  m.top_col_norm = V.col(top).norm();
+  m.max_other_col_norm = 0;
+  for (int j = 0; j < c_->T; ++j)
+    if (j != top) m.max_other_col_norm = std::max(m.max_other_col_norm, V.col(j).norm());
+  if (has_Q_columns(*c_)) m.Q = V.transpose() * V;
+  return m;
 }
 
 }  // namespace hdat::polarization

@@ -7,6 +7,7 @@
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/integrate.hpp"
+#include "hdat/core/model.hpp"
 
 namespace hdat::polarization {
 
@@ -72,6 +73,12 @@ Init parse_init(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+bool times_not_listed(const Params& p) { return !p.has("t_points"); }
+
+}  // namespace
+
 ParamSet parameters() {
   ParamSet p;
   p.integer("T", 8, "tokens: length of the logits a and of the weights s = σ(a)", Range::between(2, 100000))
@@ -82,40 +89,59 @@ ParamSet parameters() {
               "σ: softmax; f(a)/Σf with f = x² (square), x (sum), |x| (l1), max(x,0) (relu); element-wise sigmoid or relu")
       .choice("architecture", "value", {"value", "tied"}, "value: β = V σ(a); tied: β = U σ(U a), U ∈ R^{D×D}, D = d = T")
       .choice("flow", "auto", {"auto", "reduced", "full"},
-              "what `curve` integrates: the closed reduction in (u,a) / (u,Q,a) (logistic, square) or the full (V,a) flow; auto: reduced where it exists")
+              "what `curve` integrates: the closed reduction in (u,a) / (u,a,Q) (logistic, square) or the full (a,V) flow; auto: reduced where it exists")
       .choice("init", "random", {"random", "explicit", "numpy", "numpy_target_first"},
               "random: V0, a0, β* drawn from hdat streams of `seed`; explicit: u0 (Q0) and a0 given; numpy / numpy_target_first: the draws of the authors' NumPy scripts (legacy RandomState(seed)), see docs")
       .real("V0_std", 0.1, "V(0) entries ~ V0_std N(0,1)", Range::nonnegative())
+      .when_in("architecture", {"value"})
       .real("a0_mean", 0.0, "a(0) = a0_mean + a0_std N(0,1)")
+      .when_in("init", {"random", "numpy", "numpy_target_first"})
       .real("a0_std", 0.0, "a(0) = a0_mean + a0_std N(0,1)", Range::nonnegative())
+      .when_in("init", {"random", "numpy", "numpy_target_first"})
       .real("U0_scale", 1.0, "tied model: U(0) = U0_scale I_D", Range::positive())
+      .when_in("architecture", {"tied"})
       .integer("seed", 1, "random seed of every draw (V0, a0, β*, X, y, p*)", Range::between(0, 4294967295.0))
       .real_list("u0", nullptr, "init=explicit: u(0) = V(0)ᵀβ*, length T")
+      .when_in("init", {"explicit"})
       .real_list("a0", nullptr, "explicit a(0), length T (overrides the drawn a(0) for any init)")
       .real_matrix("Q0", nullptr, "init=explicit, loss=square: Q(0) = V(0)ᵀV(0), T×T (default u0 u0ᵀ/|β*|², rank one)")
+      .when("init is explicit and loss is square",
+            [](const Params& q) { return q.text("init") == "explicit" && q.text("loss") == "square"; }, {"init", "loss"})
       .real("beta_norm", 1.0, "|β*| (the target direction is drawn uniformly, then scaled)", Range::positive())
+      .when_in("loss", {"logistic", "square"})
       .real("kappa", 1.0, "regression: condition number of the design X (singular values linearly spaced in [1/κ, 1])", Range::at_least(1.0))
+      .when_in("loss", {"regression"})
       .integer("n", nullptr, "regression: samples (rows of X); default d", Range::between(1, 100000))
+      .when_in("loss", {"regression"})
       .real("target_sharpness", 10.0, "xent: p* = softmax(target_sharpness · Uniform[0,1)^d)", Range::nonnegative())
+      .when_in("loss", {"xent"})
       .real_list("p_star", nullptr, "xent: explicit soft target (length d, positive, sums to 1)", Range::nonnegative())
+      .when_in("loss", {"xent"})
       .real("lr", 0.1, "gradient-descent step η (simulate, validate); flow time t = η · steps", Range::positive())
       .real("t_max", 1e6, "final flow time", Range::positive())
+      .when("t_points is not set", times_not_listed, {"t_points"})
       .real("t_min", 0.01, "first log-spaced observation time after t = 0", Range::positive())
+      .when("t_points is not set", times_not_listed, {"t_points"})
       .integer("points", 200, "log-spaced observation times in [t_min, t_max] (after t = 0)", Range::between(2, 1000000))
-      .real_list("t_points", nullptr, "explicit observation times (sorted, >= 0); overrides t_min, t_max, points", Range::nonnegative())
+      .when("t_points is not set", times_not_listed, {"t_points"})
+      .real_list("t_points", nullptr, "explicit observation times (sorted, >= 0), instead of t_min, t_max, points", Range::nonnegative())
       .choice("stepper", "auto", {"auto", "dopri5", "rkf78", "cash_karp54", "rosenbrock4"},
               "ODE stepper; auto: dopri5 (see docs/polarization.md on stiffness after an exponential convergence)")
       .real("rtol", 1e-10, "relative tolerance of the integrator", Range::positive())
       .real("atol", 1e-12, "absolute tolerance of the integrator", Range::positive())
       .boolean("log_time", true, "integrate in τ = log(1 + t): flows spanning decades (t = 1e20 and beyond)")
-      .integer("replicator_sign", 1, "sign of the replicator term da/dt = ±γ C(s) u: +1 derived; -1 the sign reportedly printed in the paper (validate then fails)",
-               Range::between(-1, 1))
       .integer("halvings", 2, "validate: gradient descent at lr, lr/2, ..., lr/2^halvings", Range::between(1, 8))
-      .real("tolerance", 0.02, "validate: largest allowed gap |GD - flow| at the smallest step", Range::positive())
+      .real("tolerance", 0.02, "validate: allowed |GD - flow| at the smallest step, in units of 1 + the block's largest |value|",
+            Range::positive())
       .real("min_order", 0.7, "validate: smallest allowed observed order log2(gap(η)/gap(η/2)) (first order expected)", Range::between(0.0, 5.0))
+      .choice("mode", "trajectory", {"trajectory", "drift"},
+              "validate: whole trajectories at every step (with the drift check and the identities of every step), or the drift check alone")
+      .real_list("drift_times", nlohmann::json(std::vector<double>{0.0, 1.0, 10.0}),
+                 "validate: times at which one gradient step is checked against the flow's right-hand side", Range::nonnegative())
       .boolean("figures", true, "render figures (PNG, SVG) into the output folder")
       .choice("claim", "polarization", {"order", "polarization", "square", "regression", "normalizations", "tied", "sign"},
               "analyze: which claim of the paper to reproduce (see docs/polarization.md)");
+  declare_break_term(p, {"replicator_sign"});
   return p;
 }
 
@@ -145,28 +171,22 @@ void check(const Params& p) {
   if (init == "explicit") {
     if (!p.has("u0")) throw InputError("u0", "init=explicit needs u0 (length T)");
     if (!reducible) throw InputError("init", "init=explicit (u0, Q0) is defined for architecture=value with loss=logistic|square");
-  } else {
-    if (p.has("u0")) throw InputError("u0", "is read only with init=explicit (set init=explicit, or drop u0)");
-    if (p.has("Q0")) throw InputError("Q0", "is read only with init=explicit and loss=square");
   }
   if (p.has("u0") && p.vector("u0").size() != T)
     throw InputError("u0", fmt::format("must have length T = {} (got {})", T, p.vector("u0").size()));
   if (p.has("a0") && p.vector("a0").size() != T)
     throw InputError("a0", fmt::format("must have length T = {} (got {})", T, p.vector("a0").size()));
   if (p.has("Q0")) {
-    if (loss != "square") throw InputError("Q0", "is read only with loss=square");
     const Eigen::MatrixXd Q = p.matrix("Q0");
     if (Q.rows() != T || Q.cols() != T) throw InputError("Q0", fmt::format("must be T×T = {}×{} (got {}×{})", T, T, Q.rows(), Q.cols()));
     if ((Q - Q.transpose()).cwiseAbs().maxCoeff() > 1e-12 * (1.0 + Q.cwiseAbs().maxCoeff()))
       throw InputError("Q0", "must be symmetric (Q = VᵀV)");
   }
   if (p.has("p_star")) {
-    if (loss != "xent") throw InputError("p_star", "is read only with loss=xent");
     const Eigen::VectorXd ps = p.vector("p_star");
     if (ps.size() != d) throw InputError("p_star", fmt::format("must have length d = {} (got {})", d, ps.size()));
     if (std::fabs(ps.sum() - 1.0) > 1e-9) throw InputError("p_star", fmt::format("must sum to 1 (sums to {})", ps.sum()));
   }
-  if (p.integer("replicator_sign") == 0) throw InputError("replicator_sign", "must be +1 or -1");
   if (p.has("t_points")) {
     const Eigen::VectorXd tp = p.vector("t_points");
     if (tp.size() == 0) throw InputError("t_points", "must hold at least one time");
@@ -208,10 +228,12 @@ Config Config::from(const Params& p) {
   c.rtol = p.real("rtol");
   c.atol = p.real("atol");
   c.log_time = p.boolean("log_time");
-  c.replicator_sign = static_cast<double>(p.integer("replicator_sign"));
+  c.replicator_sign = p.text("break_term") == "replicator_sign" ? -1.0 : 1.0;
   c.halvings = static_cast<int>(p.integer("halvings"));
   c.tolerance = p.real("tolerance");
   c.min_order = p.real("min_order");
+  const Eigen::VectorXd dt = p.vector("drift_times");
+  c.drift_times.assign(dt.data(), dt.data() + dt.size());
   c.figures = p.boolean("figures");
   c.claim = p.text("claim");
   return c;

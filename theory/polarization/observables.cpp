@@ -16,20 +16,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 bool has_Q_columns(const Config& c) { return c.loss == Loss::square && c.architecture == Architecture::value; }
 
-std::vector<std::string> observable_columns(const Config& c) {
-  std::vector<std::string> cols = {"t", "loss", "z", "entropy", "top_gap", "V_norm"};
-  for (int i = 0; i < c.T; ++i) cols.push_back(fmt::format("s_{}", i));
-  for (int i = 0; i < c.T; ++i) cols.push_back(fmt::format("u_{}", i));
-  for (int i = 0; i < c.T; ++i) cols.push_back(fmt::format("a_{}", i));
-  for (const char* k : {"top", "one_minus_s_top", "min_gap", "eps_log2t", "z_minus_logt", "mean_a", "a_norm2", "normaliser",
-                        "top_col_norm", "max_other_col_norm"})
-    cols.push_back(k);
-  if (has_Q_columns(c))
-    for (int i = 0; i < c.T; ++i)
-      for (int j = i; j < c.T; ++j) cols.push_back(fmt::format("Q_{}_{}", i, j));
-  return cols;
-}
-
 double min_consecutive_gap(const Eigen::VectorXd& a) {
   std::vector<double> v(a.data(), a.data() + a.size());
   std::sort(v.begin(), v.end());
@@ -45,27 +31,56 @@ double top_gap(const Eigen::VectorXd& logits, int top) {
   return logits.size() > 1 ? logits(top) - second : kNaN;
 }
 
-std::vector<double> observable_row(const Config& c, double t, const Measured& m) {
+Observables all_observables(const Config& c, double t, const Measurement& m) {
   const int top = top_index(m.s);
   const double eps = one_minus_top(c.normalization, m.s, top);
   const double logt = t > 0 ? std::log(t) : kNaN;
-  std::vector<double> row = {t, m.loss, m.z, entropy(c.normalization, m.logits, m.s), top_gap(m.logits, top), m.V_norm};
-  for (int i = 0; i < c.T; ++i) row.push_back(m.s(i));
-  for (int i = 0; i < c.T; ++i) row.push_back(m.u(i));
-  for (int i = 0; i < c.T; ++i) row.push_back(m.logits(i));
-  row.push_back(top);
-  row.push_back(eps);
-  row.push_back(min_consecutive_gap(m.logits));
-  row.push_back(eps * logt * logt);
-  row.push_back(m.z - logt);
-  row.push_back(m.logits.mean());
-  row.push_back(m.logits.squaredNorm());
-  row.push_back(m.normaliser);
-  row.push_back(m.top_col_norm);
-  row.push_back(m.max_other_col_norm);
+  Observables o;
+  o.add("loss", m.loss).add("z", m.z).add("entropy", entropy(c.normalization, m.logits, m.s)).add("top_gap", top_gap(m.logits, top));
+  o.add("V_norm", m.V_norm);
+  for (int i = 0; i < c.T; ++i) o.add(fmt::format("s_{}", i), m.s(i));
+  for (int i = 0; i < c.T; ++i) o.add(fmt::format("u_{}", i), m.u(i));
+  for (int i = 0; i < c.T; ++i) o.add(fmt::format("a_{}", i), m.logits(i));
+  o.add("top", top).add("one_minus_s_top", eps).add("min_gap", min_consecutive_gap(m.logits));
+  o.add("eps_log2t", eps * logt * logt).add("z_minus_logt", m.z - logt);
+  o.add("mean_a", m.logits.mean()).add("a_norm2", m.logits.squaredNorm()).add("normaliser", m.normaliser);
+  o.add("top_col_norm", m.top_col_norm).add("max_other_col_norm", m.max_other_col_norm);
   if (has_Q_columns(c))
     for (int i = 0; i < c.T; ++i)
-      for (int j = i; j < c.T; ++j) row.push_back(m.Q.size() ? m.Q(i, j) : kNaN);
+      for (int j = i; j < c.T; ++j) o.add(fmt::format("Q_{}_{}", i, j), m.Q.size() ? m.Q(i, j) : kNaN);
+  return o;
+}
+
+Observables besides_blocks(const Observables& all, const StateLayout& layout) {
+  const std::vector<std::string> columns = layout.columns();
+  Observables out;
+  bool placed = false;
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    const std::string& name = all.names()[k];
+    if (std::find(columns.begin(), columns.end(), name) != columns.end()) {
+      if (!placed) out.blocks_here();
+      placed = true;
+      continue;
+    }
+    if (all.estimated(k)) out.add(name, all.at(k).value, all.at(k).se);
+    else out.add(name, all.at(k).value);
+  }
+  return out;
+}
+
+std::vector<std::string> observable_columns(const Config& c) {
+  Measurement m;
+  m.s = m.u = m.logits = Eigen::VectorXd::Zero(c.T);
+  const Observables o = all_observables(c, 1.0, m);
+  std::vector<std::string> cols = {"t"};
+  cols.insert(cols.end(), o.names().begin(), o.names().end());
+  return cols;
+}
+
+std::vector<double> observable_row(const Config& c, double t, const Measurement& m) {
+  const Observables o = all_observables(c, t, m);
+  std::vector<double> row = {t};
+  for (std::size_t k = 0; k < o.size(); ++k) row.push_back(o.at(k).value);
   return row;
 }
 

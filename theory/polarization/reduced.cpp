@@ -8,7 +8,21 @@
 
 namespace hdat::polarization {
 
-OdeSystem FlowSystem::system() {
+namespace {
+
+// A vector block of a flat state (the layout's named offset, not a hand-computed one).
+auto vector_block(const ConstVecRef& x, const StateLayout& layout, const std::string& name) {
+  const Block& b = layout.block(name);
+  return x.segment(b.offset, b.size());
+}
+auto vector_block(VecRef x, const StateLayout& layout, const std::string& name) {
+  const Block& b = layout.block(name);
+  return x.segment(b.offset, b.size());
+}
+
+}  // namespace
+
+OdeSystem FlowSystem::system() const {
   return [this](const ConstVecRef& x, VecRef dx, double) { rhs(x, dx); };
 }
 
@@ -16,8 +30,8 @@ OdeSystem FlowSystem::system() {
 // Logistic loss: (u, a), derivation.md §2.
 
 ReducedLogistic::ReducedLogistic(const Config& c, const Instance& in)
-    : T_(c.T), b_(c.b()), rho_(c.replicator_sign), norm_(c.normalization), u0_(in.u0), a0_(in.a0) {
-  layout_.add("u", T_, 1).add("a", T_, 1);
+    : T_(c.T), b_(c.b()), rho_(c.replicator_sign), norm_(c.normalization), beta_star_(in.beta_star), u0_(in.u0), a0_(in.a0) {
+  layout_.add_vector("u", T_).add_vector("a", T_);
   kind_ = FlowKind::reduced;
   col0_sq_ = in.V0.colwise().squaredNorm().transpose();
   V0_sq_ = in.V0.squaredNorm();
@@ -26,26 +40,34 @@ ReducedLogistic::ReducedLogistic(const Config& c, const Instance& in)
 }
 
 Eigen::VectorXd ReducedLogistic::initial_state() const {
-  Eigen::VectorXd x(2 * T_);
-  x << u0_, a0_;
+  Eigen::VectorXd x(layout_.size());
+  layout_.view(x, "u") = u0_;
+  layout_.view(x, "a") = a0_;
   return x;
 }
 
-void ReducedLogistic::rhs(const ConstVecRef& x, VecRef dx) {
-  const auto u = x.segment(0, T_);
-  const auto a = x.segment(T_, T_);
+Eigen::VectorXd ReducedLogistic::state_of(const Eigen::MatrixXd& V, const Eigen::VectorXd& a) const {
+  Eigen::VectorXd x(layout_.size());
+  layout_.view(x, "u") = V.transpose() * beta_star_;
+  layout_.view(x, "a") = a;
+  return x;
+}
+
+void ReducedLogistic::rhs(const ConstVecRef& x, VecRef dx) const {
+  const auto u = vector_block(x, layout_, "u");
+  const auto a = vector_block(x, layout_, "a");
   const double F = weights(norm_, a, s_);
   const double z = u.dot(s_);
   const double gamma = logistic(-z);  // γ = −ℓ'(z) = 1/(1 + e^z)
-  dx.segment(0, T_) = b_ * gamma * s_;
+  vector_block(dx, layout_, "u") = b_ * gamma * s_;
   vjp(norm_, a, s_, F, u, g_);  // Jᵀ u (= C(s) u = s ⊙ (u − s·u) for softmax)
-  dx.segment(T_, T_) = rho_ * gamma * g_;
+  vector_block(dx, layout_, "a") = rho_ * gamma * g_;
 }
 
-Measured ReducedLogistic::measure(const Eigen::VectorXd& x) {
-  Measured m;
-  m.u = x.segment(0, T_);
-  m.logits = x.segment(T_, T_);
+Measurement ReducedLogistic::measure(const Eigen::VectorXd& x) const {
+  Measurement m;
+  m.u = layout_.view(x, "u");
+  m.logits = layout_.view(x, "a");
   m.s.resize(T_);
   m.normaliser = weights(norm_, m.logits, m.s);
   m.z = m.u.dot(m.s);
@@ -64,11 +86,11 @@ Measured ReducedLogistic::measure(const Eigen::VectorXd& x) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Square loss: (u, Q, a), derivation.md §3.
+// Square loss: (u, a, Q), derivation.md §3.
 
 ReducedSquare::ReducedSquare(const Config& c, const Instance& in)
-    : T_(c.T), b_(c.b()), rho_(c.replicator_sign), norm_(c.normalization), u0_(in.u0), a0_(in.a0), Q0_(in.Q0) {
-  layout_.add("u", T_, 1).add("Q", T_, T_, /*symmetric=*/true).add("a", T_, 1);
+    : T_(c.T), b_(c.b()), rho_(c.replicator_sign), norm_(c.normalization), beta_star_(in.beta_star), u0_(in.u0), a0_(in.a0), Q0_(in.Q0) {
+  layout_.add_vector("u", T_).add_vector("a", T_).add("Q", T_, T_, /*symmetric=*/true);
   kind_ = FlowKind::reduced;
   s_.resize(T_);
   w_.resize(T_);
@@ -77,31 +99,39 @@ ReducedSquare::ReducedSquare(const Config& c, const Instance& in)
 
 Eigen::VectorXd ReducedSquare::initial_state() const {
   Eigen::VectorXd x(layout_.size());
-  x.segment(0, T_) = u0_;
-  Eigen::Map<Eigen::MatrixXd>(x.data() + T_, T_, T_) = Q0_;
-  x.segment(T_ + T_ * T_, T_) = a0_;
+  layout_.view(x, "u") = u0_;
+  layout_.view(x, "a") = a0_;
+  layout_.view(x, "Q") = Q0_;
   return x;
 }
 
-void ReducedSquare::rhs(const ConstVecRef& x, VecRef dx) {
-  const auto u = x.segment(0, T_);
-  Eigen::Map<const Eigen::MatrixXd> Q(x.data() + T_, T_, T_);
-  const auto a = x.segment(T_ + T_ * T_, T_);
+Eigen::VectorXd ReducedSquare::state_of(const Eigen::MatrixXd& V, const Eigen::VectorXd& a) const {
+  Eigen::VectorXd x(layout_.size());
+  layout_.view(x, "u") = V.transpose() * beta_star_;
+  layout_.view(x, "a") = a;
+  layout_.view(x, "Q") = V.transpose() * V;
+  return x;
+}
+
+void ReducedSquare::rhs(const ConstVecRef& x, VecRef dx) const {
+  const auto u = vector_block(x, layout_, "u");
+  const auto a = vector_block(x, layout_, "a");
+  const auto Q = layout_.view(x.data(), "Q");
   const double F = weights(norm_, a, s_);
   w_.noalias() = u - Q * s_;  // w = Vᵀ r, r = β* − V s
-  dx.segment(0, T_) = s_ * (b_ - u.dot(s_));
-  Eigen::Map<Eigen::MatrixXd> dQ(dx.data() + T_, T_, T_);
+  vector_block(dx, layout_, "u") = s_ * (b_ - u.dot(s_));
+  auto dQ = layout_.view(dx.data(), "Q");
   dQ.noalias() = s_ * w_.transpose();
   dQ.noalias() += w_ * s_.transpose();
   vjp(norm_, a, s_, F, w_, g_);
-  dx.segment(T_ + T_ * T_, T_) = rho_ * g_;
+  vector_block(dx, layout_, "a") = rho_ * g_;
 }
 
-Measured ReducedSquare::measure(const Eigen::VectorXd& x) {
-  Measured m;
-  m.u = x.segment(0, T_);
-  m.Q = Eigen::Map<const Eigen::MatrixXd>(x.data() + T_, T_, T_);
-  m.logits = x.segment(T_ + T_ * T_, T_);
+Measurement ReducedSquare::measure(const Eigen::VectorXd& x) const {
+  Measurement m;
+  m.u = layout_.view(x, "u");
+  m.Q = layout_.view(x, "Q");
+  m.logits = layout_.view(x, "a");
   m.s.resize(T_);
   m.normaliser = weights(norm_, m.logits, m.s);
   m.z = m.u.dot(m.s);
@@ -117,48 +147,37 @@ Measured ReducedSquare::measure(const Eigen::VectorXd& x) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Full-parameter flow: (V, a) or (U, a), derivation.md §6.
+// Full-parameter flow: (a, V) or (a, U), derivation.md §6.
 
-FullFlow::FullFlow(const Config& c, const Instance& in) : c_(&c), in_(&in), model_(c, in) {
-  layout_.add(c.architecture == Architecture::tied ? "U" : "V", c.d, c.T).add("a", c.T, 1);
+FullFlow::FullFlow(const Config& c, const Instance& in) : c_(&c), in_(&in), rho_(c.replicator_sign), model_(c, in) {
+  layout_.add_vector("a", c.T).add(weights_name(), c.d, c.T);
   kind_ = FlowKind::full;
 }
 
-Eigen::VectorXd FullFlow::initial_state() const {
+const std::string& FullFlow::weights_name() const {
+  static const std::string V = "V", U = "U";
+  return c_->architecture == Architecture::tied ? U : V;
+}
+
+Eigen::VectorXd FullFlow::initial_state() const { return state_of(in_->V0, in_->a0); }
+
+Eigen::VectorXd FullFlow::state_of(const Eigen::MatrixXd& V, const Eigen::VectorXd& a) const {
   Eigen::VectorXd x(layout_.size());
-  Eigen::Map<Eigen::MatrixXd>(x.data(), c_->d, c_->T) = in_->V0;
-  x.segment(c_->d * c_->T, c_->T) = in_->a0;
+  layout_.view(x, "a") = a;
+  layout_.view(x, weights_name()) = V;
   return x;
 }
 
-void FullFlow::rhs(const ConstVecRef& x, VecRef dx) {
-  const int dT = c_->d * c_->T;
-  Eigen::Map<const Eigen::MatrixXd> V(x.data(), c_->d, c_->T);
-  Eigen::Map<Eigen::MatrixXd> gV(dx.data(), c_->d, c_->T);
-  Eigen::Ref<Eigen::MatrixXd> gVref(gV);
-  Vec ga(dx.segment(dT, c_->T));
-  model_.evaluate(V, x.segment(dT, c_->T), &gVref, &ga);
-  dx = -dx;
+void FullFlow::rhs(const ConstVecRef& x, VecRef dx) const {
+  Eigen::Ref<Eigen::MatrixXd> gV(layout_.view(dx.data(), weights_name()));
+  Vec ga(vector_block(dx, layout_, "a"));
+  model_.evaluate(layout_.view(x.data(), weights_name()), vector_block(x, layout_, "a"), &gV, &ga);
+  gV = -gV;
+  ga *= -rho_;
 }
 
-Measured FullFlow::measure(const Eigen::VectorXd& x) {
-  const int dT = c_->d * c_->T;
-  Eigen::Map<const Eigen::MatrixXd> V(x.data(), c_->d, c_->T);
-  Measured m;
-  m.loss = model_.evaluate(V, x.segment(dT, c_->T));
-  m.logits = model_.logits();
-  m.s = model_.weights();
-  m.normaliser = model_.normaliser();
-  m.u = V.transpose() * in_->direction;
-  m.z = m.u.dot(m.s);
-  m.V_norm = V.norm();
-  const int top = top_index(m.s);
-  m.top_col_norm = V.col(top).norm();
-  m.max_other_col_norm = 0;
-  for (int j = 0; j < c_->T; ++j)
-    if (j != top) m.max_other_col_norm = std::max(m.max_other_col_norm, V.col(j).norm());
-  if (has_Q_columns(*c_)) m.Q = V.transpose() * V;
-  return m;
+Measurement FullFlow::measure(const Eigen::VectorXd& x) const {
+  return model_.measure(layout_.view(x.data(), weights_name()), vector_block(ConstVecRef(x), layout_, "a"));
 }
 
 std::unique_ptr<FlowSystem> make_flow(const Config& c, const Instance& in) {
@@ -206,8 +225,7 @@ IntegrateOptions integrate_options(const Config& c, const FlowSystem& flow) {
   o.rtol = c.rtol;
   o.atol = c.atol;
   o.log_time = c.log_time;
-  const StateLayout* layout = &flow.layout();
-  o.component_name = [layout](int k) { return layout->component_name(k); };
+  o.component_name = [layout = flow.layout()](int k) { return layout.component_name(k); };
   return o;
 }
 

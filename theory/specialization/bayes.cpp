@@ -48,7 +48,7 @@ std::pair<double, double> bayes_risk(const Setup& s, long samples, Sampling samp
   const int L = s.L, F = s.F;
   const bool discrete = s.prior.kind == Prior::Kind::discrete;
   const int dim = F * L + (discrete ? 0 : F);
-  GaussianSampleSet set(samples, dim, rng::stream_seed(seed, 0, 12), sampling, 16);
+  GaussianSampleSet set(samples, dim, rng::stream_seed(seed, 0, rng::bayes_samples), sampling, 16);
   struct Kernel {
     const Setup* s;
     bool discrete;

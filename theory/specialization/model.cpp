@@ -148,7 +148,7 @@ const ParamSet& parameters() {
               "a head has specialised when its row M_h is this far (Euclidean) from the mean row of all heads", Range::positive())
         .boolean("prune", false, "add the pruning analysis (risk after removing heads) of the final state")
         // Simulation.
-        .integer("seeds", 8, "independent simulation runs (seeds seed, seed+1, ...)", Range::between(1, 100000))
+        .integer("seeds", 8, "independent simulation runs (replicas 0, 1, ... of the seed: their own teacher, initialisation and data streams)", Range::between(1, 100000))
         .integer("test_size", 10000, "fresh test sequences per seed and time for the simulated risk", Range::at_least(1))
         .choice("test_mode", "projected", {"projected", "full"},
                 "test sequences: drawn in span(K*, v*, keys) only (exactly the same law, L(F+1+H) draws each) or as full "

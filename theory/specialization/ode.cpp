@@ -167,7 +167,7 @@ OrderParameterFlow::OrderParameterFlow(const Setup& setup, const FlowOptions& op
   }
   const int dim = (theta_from_sample_ ? F : 0) + setup.L * (F + setup.H);
   const long base = std::max<long>(64, options.samples / static_cast<long>(perms_.size()));
-  samples_ = std::make_shared<GaussianSampleSet>(base, dim, rng::stream_seed(options.seed, 0, 11), options.sampling, 16);
+  samples_ = std::make_shared<GaussianSampleSet>(base, dim, rng::stream_seed(options.seed, options.replica, rng::flow_samples), options.sampling, 16);
 }
 
 long OrderParameterFlow::evaluations_per_expectation() const {

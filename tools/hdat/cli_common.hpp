@@ -1,8 +1,7 @@
 #pragma once
-// Shared pieces of the `hdat` command line: reading --config/--set, running a model command and
-// writing its output folder.
+// Shared pieces of the `hdat` command line: the options of a model command and running one. What a
+// run computes and writes lives in the hdat_app library (include/hdat/app), shared with the Python module.
 #include <CLI/CLI.hpp>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -22,21 +21,7 @@ struct ModelArgs {
 
 void add_model_options(CLI::App& sub, ModelArgs& args, bool out_required = true);
 
-/// Parse --config and --set into resolved parameters of `model` (InputError on bad input).
-Params resolve_args(const ModelEntry& model, const ModelArgs& args);
-
-/// run.json content for a finished command.
-nlohmann::json run_record(const ModelEntry& model, const std::string& command, const Params& params,
-                          const RunOutput& out, double wall_seconds);
-
-/// Write tables, files and run.json into `dir` (atomically, file by file).
-void write_output(const std::filesystem::path& dir, const ModelEntry& model, const std::string& command,
-                  const Params& params, const RunOutput& out, double wall_seconds);
-
 /// Resolve, run and write one model command; returns the process exit code.
 int run_model_command(const std::string& command, const ModelArgs& args);
-
-/// Extra top-level commands that are not per-model (geometry, sinks, sweep, plot ...) register here.
-using CommandInstaller = void (*)(CLI::App& app, std::function<int()>*& action);
 
 }  // namespace hdat::cli

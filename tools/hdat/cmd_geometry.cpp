@@ -4,16 +4,12 @@
 // Without --maps and --model-file: the bundled stories260K (data/models/stories260K/, sha256-checked).
 #include <fmt/format.h>
 
-#include <chrono>
 #include <iostream>
 
-#include "cli_common.hpp"
 #include "commands.hpp"
+#include "hdat/app/geometry.hpp"
 #include "hdat/core/error.hpp"
-#include "hdat/core/plot.hpp"
-#include "hdat/core/registry.hpp"
 #include "hdat/llama/checkpoint.hpp"
-#include "hdat/geometry/analysis.hpp"
 
 namespace hdat {
 
@@ -28,41 +24,17 @@ struct GeometryArgs {
 
 int run_geometry(const GeometryArgs& a) {
   // Everything that can be wrong with the input is checked before anything is written.
-  nlohmann::json config;
-  if (!a.config_file.empty()) config = read_config_file(a.config_file);
-  std::vector<std::pair<std::string, nlohmann::json>> assignments;
-  for (const auto& s : a.sets) assignments.push_back(parse_assignment(s));
-  const ModelEntry& entry = registry().get("geometry");
-  const Params params = resolve(entry.params, config, assignments);
+  const Params params = app::resolve_geometry(app::config_of(a.config_file), app::assignments_of(a.sets));
   if (a.threads < 0) throw InputError("--threads", "must be >= 0 (0: all cores)");
   RunContext ctx;
   ctx.threads = a.threads;
   ctx.quiet = a.quiet;
   ctx.out = a.out;
-  const auto start = std::chrono::steady_clock::now();
-  RunOutput out;
-  if (!a.maps.empty()) {
-    out = geometry::analyze_maps(geometry::read_maps(a.maps), params, ctx);
-    out.info["maps_file"] = a.maps;
-  } else {
-    out = geometry::analyze_model(a.model_file.empty() ? llama::default_model_file() : std::filesystem::path(a.model_file), params, ctx);
-  }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  cli::write_output(a.out, entry, "geometry", params, out, wall);
-  if (params.boolean("plots")) {
-    if (!plot::available()) {
-      fmt::print(stderr, "hdat: gnuplot not found; no figures\n");
-    } else {
-      try {
-        geometry::plot_geometry(a.out);
-      } catch (const std::exception& e) {
-        fmt::print(stderr, "hdat: figures failed: {}\n", e.what());
-      }
-    }
-  }
-  if (!out.summary.empty()) std::cout << out.summary << "\n";
-  std::cout << fmt::format("wrote {} ({:.2f} s)\n", a.out, wall);
-  return out.exit_code;
+  const app::Run run = app::run_geometry({a.model_file, a.maps}, params, ctx);
+  app::write_output(a.out, run);
+  fmt::print(stderr, "{}", app::geometry_figures(a.out, params));
+  std::cout << app::report(run, a.out);
+  return run.output.exit_code;
 }
 
 }  // namespace

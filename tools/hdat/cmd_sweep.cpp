@@ -6,213 +6,30 @@
 //   mpirun -n N hdat sweep ...                      (HDAT_MPI build) ranks split the grid, rank 0 writes
 #include <fmt/format.h>
 
-#include <chrono>
-#include <filesystem>
-#include <memory>
-
-#include "cli_common.hpp"
 #include "commands.hpp"
-#include "hdat/core/error.hpp"
-#include "hdat/core/output.hpp"
-#include "hdat/core/plot.hpp"
-#include "hdat/core/progress.hpp"
+#include "hdat/app/run.hpp"
+#include "hdat/app/sweep.hpp"
 #include "hdat/sweep/comm.hpp"
-#include "hdat/sweep/plot.hpp"
-#include "hdat/sweep/sweep.hpp"
 
 namespace hdat {
 
 namespace {
 
-namespace fs = std::filesystem;
-using json = nlohmann::json;
-
 struct SweepArgs {
-  std::string model, config_file, mode = "theory", out, shard;
-  std::vector<std::string> sets, grid, observables;
-  int threads = 0, point_threads = 1;
-  bool quiet = false, merge = false, retry_failed = false, plot = false, together = false;
-  std::vector<double> contours;
+  app::SweepRequest request;
+  std::string out, config_file;
+  std::vector<std::string> sets;
 };
 
-std::pair<std::size_t, std::size_t> parse_shard(const std::string& s) {
-  const auto slash = s.find('/');
-  long i = -1, n = -1;
-  try {
-    if (slash == std::string::npos) throw std::invalid_argument("");
-    std::size_t u = 0, v = 0;
-    i = std::stol(s.substr(0, slash), &u);
-    n = std::stol(s.substr(slash + 1), &v);
-    if (u != slash || v != s.size() - slash - 1) throw std::invalid_argument("");
-  } catch (const std::exception&) {
-    throw InputError("--shard", fmt::format("expected i/n with 0 <= i < n (e.g. 3/16), got '{}'", s));
-  }
-  if (n < 1 || i < 0 || i >= n) throw InputError("--shard", fmt::format("expected i/n with 0 <= i < n (e.g. 3/16), got '{}'", s));
-  return {static_cast<std::size_t>(i), static_cast<std::size_t>(n)};
-}
-
-sweep::Plan build_plan(const SweepArgs& a, const fs::path& dir) {
-  if (a.model.empty()) {
-    if (!a.merge) throw InputError("MODEL", "is required (hdat sweep MODEL --grid ... --out DIR; see `hdat list`)");
-    if (!a.grid.empty() || !a.sets.empty() || !a.config_file.empty())
-      throw InputError("--merge", "without MODEL the sweep is read from DIR/sweep.json; give no --grid, --set or --config");
-    if (!fs::exists(dir / "sweep.json")) throw InputError("--out", "no sweep.json in " + dir.string() + " (not a sweep folder)");
-    const json j = json::parse(read_file(dir / "sweep.json"), nullptr, false);
-    if (j.is_discarded()) throw InputError("--out", "malformed " + (dir / "sweep.json").string());
-    const sweep::Definition d = sweep::Definition::from_json(j);
-    const ModelEntry& model = registry().get(d.model);
-    const Params base = resolve_for(model, d.base_config, {});
-    return sweep::make_plan(model, d.command, base, d.grid, a.observables.empty() ? d.observables : a.observables);
-  }
-  const ModelEntry& model = registry().get(a.model);
-  const std::string command = sweep::command_for_mode(model, a.mode);
-  cli::ModelArgs margs;
-  margs.model = a.model, margs.config_file = a.config_file, margs.sets = a.sets;
-  const Params base = cli::resolve_args(model, margs);
-  return sweep::make_plan(model, command, base, a.grid, a.observables);
-}
-
-std::string counts_line(const sweep::Plan& plan, const std::vector<sweep::Row>& rows) {
-  std::map<std::string, std::size_t> by;
-  for (std::size_t i = 0; i < plan.points.size(); ++i) ++by[i < rows.size() && rows[i].present ? rows[i].status : "pending"];
-  std::string s;
-  for (const auto& [k, v] : by) s += (s.empty() ? "" : ", ") + fmt::format("{} {}", v, k);
-  return s;
-}
-
-sweep::SweepPlotOptions plot_options(const SweepArgs& a) {
-  sweep::SweepPlotOptions o;
-  o.contours = a.contours;
-  o.together = a.together;
-  return o;
-}
-
-int merge(const SweepArgs& a, const sweep::Plan& plan, const fs::path& dir) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<sweep::Row> rows(plan.points.size());
-  sweep::RunCounts counts;
-  counts.assigned = plan.points.size();
-  for (const auto& p : plan.points)
-    if (auto rec = sweep::load_point(dir, plan, p)) {
-      rows[p.index] = sweep::row_from_record(plan, *rec);
-      ++counts.reused;
-      if (sweep::is_failure(rows[p.index].status)) ++counts.failed;
-    }
-  counts.pending = counts.assigned - counts.reused;
-  counts.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  write_file_atomic(dir / "sweep.json", plan.definition.to_json().dump(2) + "\n");
-  sweep::write_results(dir, plan, rows, counts, {{"kind", "merge"}});
-  fmt::print("sweep {} ({}): merged {} of {} points ({})\nwrote {}\n", plan.model->name, plan.command, counts.reused, plan.points.size(),
-             counts_line(plan, rows), (dir / "sweep.csv").string());
-  if (counts.pending) {
-    fmt::print(stderr, "hdat: {} points are not finished yet (status pending in sweep.csv)\n", counts.pending);
-    return 1;
-  }
-  if (a.plot && plot::available())
-    for (const auto& s : sweep::plot_sweep(dir, plot_options(a))) fmt::print("figure {}.png (.svg)\n", s.string());
-  return 0;
-}
-
-int run_sweep(const SweepArgs& a) {
-  if (a.out.empty()) throw InputError("--out", "is required");
-  const fs::path dir(a.out);
-  if (a.threads < 0) throw InputError("--threads", "must be >= 0 (0: all cores)");
-  if (a.point_threads < 1) throw InputError("--point-threads", "must be >= 1");
-  std::optional<std::pair<std::size_t, std::size_t>> shard;
-  if (!a.shard.empty()) shard = parse_shard(a.shard);
-  if (a.merge && shard) throw InputError("--merge", "assembles every shard's points; give it without --shard");
-  const sweep::Plan plan = build_plan(a, dir);  // every input checked before anything is written
-  if (a.merge) return merge(a, plan, dir);
-
+int run_sweep(SweepArgs& a) {
+  a.request.out = a.out;
+  a.request.config = app::config_of(a.config_file);
+  a.request.assignments = app::assignments_of(a.sets);
   auto comm = sweep::open_communicator();
-  if (comm->size() > 1 && shard) throw InputError("--shard", "is for separate jobs; under mpirun the ranks split the grid themselves");
-  const bool root = comm->rank() == 0;
-  int code = 0;
-  std::vector<sweep::Row> rows(plan.points.size());
-  sweep::RunCounts counts;
-  json execution;
-  try {
-    std::vector<std::size_t> indices;
-    if (shard) indices = sweep::shard_indices(plan.points.size(), shard->first, shard->second);
-    else indices = sweep::shard_indices(plan.points.size(), static_cast<std::size_t>(comm->rank()), static_cast<std::size_t>(comm->size()));
-    if (root) write_file_atomic(dir / "sweep.json", plan.definition.to_json().dump(2) + "\n");
-
-    sweep::RunOptions opt;
-    opt.threads = a.threads > 0 ? a.threads : comm->default_threads();
-    opt.point_threads = a.point_threads;
-    opt.quiet = a.quiet || !root;
-    opt.retry_failed = a.retry_failed;
-    opt.progress_label = comm->size() > 1 ? fmt::format("sweep (rank 0 of {})", comm->size()) : shard ? "sweep (shard " + a.shard + ")" : "sweep";
-    execution = {{"kind", comm->kind()}, {"ranks", comm->size()}, {"threads_per_rank", opt.threads}, {"point_threads", opt.point_threads},
-                 {"shard", shard ? json(a.shard) : json()}};
-    // A long single-process sweep refreshes sweep.csv now and then, so the map fills in while it runs.
-    const bool refresh = comm->size() == 1 && !shard;
-    auto last = std::chrono::steady_clock::now();
-    if (refresh)
-      opt.on_finished = [&](std::size_t, const sweep::Row&) {
-        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count() < 30) return;
-        last = std::chrono::steady_clock::now();
-        write_file_atomic(dir / "sweep.csv", sweep::assemble(plan, rows).to_csv());
-      };
-    if (root && !a.quiet)
-      fmt::print(stderr, "sweep {} ({}): {} points{} on {} thread(s){}\n", plan.model->name, plan.command, plan.points.size(),
-                 shard ? fmt::format(", shard {} has {}", a.shard, indices.size()) : "", opt.threads,
-                 comm->size() > 1 ? fmt::format(" x {} MPI ranks", comm->size()) : "");
-    counts = sweep::run_points(plan, dir, indices, opt, rows);
-
-    if (comm->size() > 1) {
-      json mine = {{"counts", counts.to_json()}, {"rows", json::array()}};
-      for (std::size_t i : indices) mine["rows"].push_back({i, rows[i].to_json()});
-      const auto all = comm->gather(mine.dump());
-      if (root) {
-        sweep::RunCounts total = counts;
-        for (std::size_t r = 1; r < all.size(); ++r) {
-          const json j = json::parse(all[r]);
-          for (const auto& e : j.at("rows")) rows.at(e.at(0).get<std::size_t>()) = sweep::Row::from_json(e.at(1));
-          const json& c = j.at("counts");
-          sweep::RunCounts rc;
-          rc.assigned = c.at("assigned"), rc.reused = c.at("reused"), rc.computed = c.at("computed"), rc.failed = c.at("failed");
-          rc.pending = c.at("pending"), rc.wall_seconds = c.at("wall_seconds"), rc.point_seconds = c.at("point_seconds");
-          rc.interrupted = c.at("interrupted");
-          total += rc;
-        }
-        counts = total;
-      }
-    }
-    if (root && !shard) sweep::write_results(dir, plan, rows, counts, execution);
-  } catch (const std::exception& e) {
-    if (comm->size() > 1) {
-      fmt::print(stderr, "hdat: rank {}: {}\n", comm->rank(), e.what());
-      comm->abort(4);
-    }
-    throw;
-  }
-  const bool stopped = comm->any(counts.interrupted || interrupted());
-  code = comm->broadcast(stopped ? 130 : 0);
-  if (!root) return code;
-
-  const double rate = counts.wall_seconds > 0 ? static_cast<double>(counts.computed) / counts.wall_seconds : 0.0;
-  if (shard) {
-    fmt::print("sweep {} ({}), shard {}: {} points: computed {}, found finished {}, failed {}, not finished {}\n", plan.model->name,
-               plan.command, a.shard, counts.assigned, counts.computed, counts.reused, counts.failed, counts.pending);
-    fmt::print("wrote {} ({:.2f} s); when every shard is done: hdat sweep --merge --out {}\n", (dir / "points").string(), counts.wall_seconds,
-               dir.string());
-  } else {
-    fmt::print("sweep {} ({}): {} points ({}); computed {} in {:.2f} s ({:.3g} points/s), {} found finished\n", plan.model->name,
-               plan.command, plan.points.size(), counts_line(plan, rows), counts.computed, counts.wall_seconds, rate, counts.reused);
-    if (counts.failed) fmt::print("  {} failed points: status and reason in sweep.csv and run.json\n", counts.failed);
-    fmt::print("wrote {}\n", (dir / "sweep.csv").string());
-  }
-  if (code == 130) {
-    fmt::print(stderr, "hdat: interrupted; finished points are kept in {} and the same command resumes\n", (dir / "points").string());
-    return code;
-  }
-  if (a.plot && !shard) {
-    if (!plot::available()) fmt::print(stderr, "hdat: gnuplot not found; no figures\n");
-    else
-      for (const auto& s : sweep::plot_sweep(dir, plot_options(a))) fmt::print("figure {}.png (.svg)\n", s.string());
-  }
-  return code;
+  const app::SweepOutcome outcome = app::run_sweep(a.request, *comm);
+  fmt::print("{}", outcome.report);
+  fmt::print(stderr, "{}", outcome.notes);
+  return outcome.exit_code;
 }
 
 }  // namespace
@@ -220,25 +37,25 @@ int run_sweep(const SweepArgs& a) {
 ExtraCommand sweep_command(CLI::App& app) {
   static SweepArgs args;
   auto* sub = app.add_subcommand("sweep", "phase diagrams: a model command over a grid of parameters -> DIR/sweep.csv, DIR/run.json");
-  sub->add_option("MODEL", args.model, "model name (see `hdat list`); with --merge it may be left out");
-  sub->add_option("--grid", args.grid, "key=start:stop:count[:log] or key=[a,b,...]; repeatable (cartesian product)")->allow_extra_args(false);
+  sub->add_option("MODEL", args.request.model, "model name (see `hdat list`); with --merge it may be left out");
+  sub->add_option("--grid", args.request.grid, "key=start:stop:count[:log] or key=[a,b,...]; repeatable (cartesian product)")->allow_extra_args(false);
   sub->add_option("--config", args.config_file, "JSON file of the base parameter values");
   sub->add_option("--set", args.sets, "key=value of the base parameters; repeatable")->allow_extra_args(false);
-  sub->add_option("--mode", args.mode, "theory (the model's curve command), simulate, or another command of the model")->capture_default_str();
-  sub->add_option("--observable", args.observables,
+  sub->add_option("--mode", args.request.mode, "theory (the model's curve command), simulate, or another command of the model")->capture_default_str();
+  sub->add_option("--observable", args.request.observables,
                   "[label=]final:COL | min:COL | max:COL | argmin:COL | argmax:COL | at:X:COL | cross:COL:V | info:PATH | "
                   "table:FILE.csv:... | NAME; repeatable (default: the model's)")
       ->allow_extra_args(false);
   sub->add_option("--out", args.out, "output folder (finished points are kept in DIR/points; rerun to resume)")->required();
-  sub->add_option("--threads", args.threads, "points computed at once (default: all cores; under MPI the cores of a node shared by its ranks)");
-  sub->add_option("--point-threads", args.point_threads, "threads of each point's own computation (default 1)");
-  sub->add_option("--shard", args.shard, "i/n: compute only points with index % n == i (job arrays); then --merge");
-  sub->add_flag("--merge", args.merge, "assemble sweep.csv and run.json from DIR/points (MODEL and grid from DIR/sweep.json when left out)");
-  sub->add_flag("--retry-failed", args.retry_failed, "recompute points whose stored status is a failure");
-  sub->add_flag("--plot", args.plot, "draw the figures at the end (as hdat plot DIR)");
-  sub->add_option("--contour", args.contours, "with --plot: contour levels on heat maps")->allow_extra_args(false);
-  sub->add_flag("--together", args.together, "with --plot: line plots draw every observable in one panel");
-  sub->add_flag("--quiet", args.quiet, "no progress line");
+  sub->add_option("--threads", args.request.threads, "points computed at once (default: all cores; under MPI the cores of a node shared by its ranks)");
+  sub->add_option("--point-threads", args.request.point_threads, "threads of each point's own computation (default 1)");
+  sub->add_option("--shard", args.request.shard, "i/n: compute only points with index % n == i (job arrays); then --merge");
+  sub->add_flag("--merge", args.request.merge, "assemble sweep.csv and run.json from DIR/points (MODEL and grid from DIR/sweep.json when left out)");
+  sub->add_flag("--retry-failed", args.request.retry_failed, "recompute points whose stored status is a failure");
+  sub->add_flag("--plot", args.request.plot, "draw the figures at the end (as hdat plot DIR)");
+  sub->add_option("--contour", args.request.contours, "with --plot: contour levels on heat maps")->allow_extra_args(false);
+  sub->add_flag("--together", args.request.together, "with --plot: line plots draw every observable in one panel");
+  sub->add_flag("--quiet", args.request.quiet, "no progress line");
   return {sub, [] { return run_sweep(args); }};
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "hdat/app/listing.hpp"
 #include "hdat/core/error.hpp"
 #include "hdat/core/exit_code.hpp"
 #include "hdat/core/output.hpp"
@@ -17,32 +18,8 @@ using namespace hdat;
 
 namespace {
 
-std::string default_text(const ParamSpec& s) {
-  if (s.default_value.is_null()) return "(unset)";
-  return s.default_value.dump();
-}
-
 int list_models(const std::string& name) {
-  if (name.empty()) {
-    fmt::print("models:\n");
-    for (const auto* m : registry().all()) {
-      std::string cmds;
-      for (const auto& [k, v] : m->commands) cmds += (cmds.empty() ? "" : ", ") + k;
-      fmt::print("  {:<16} {}\n  {:<16} commands: {}\n", m->name, m->summary, "", cmds);
-    }
-    fmt::print("\n`hdat list MODEL` shows a model's parameters.\n");
-    return code(ExitCode::ok);
-  }
-  const ModelEntry& m = registry().get(name);
-  fmt::print("{}: {}\n", m.name, m.summary);
-  if (!m.description.empty()) fmt::print("\n{}\n", m.description);
-  fmt::print("\nparameters (--set key=value, or keys of a --config JSON file):\n");
-  for (const auto& s : m.params.specs()) {
-    std::string range;
-    if (s.range.lo || s.range.hi) range = ", " + s.range.describe();
-    const std::string applies = s.condition.empty() ? "" : "; only when " + s.condition;
-    fmt::print("  {:<22} {:<24} {}\n  {:<22} ({}{}{})\n", s.key, default_text(s), s.doc, "", s.kind_name(), range, applies);
-  }
+  fmt::print("{}", name.empty() ? app::models_text() : app::parameters_text(registry().get(name)));
   return code(ExitCode::ok);
 }
 

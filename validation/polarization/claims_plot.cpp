@@ -159,10 +159,10 @@ void plot_claim(const std::string& claim, const fs::path& dir) {
     f.panels.push_back(c);
   } else if (claim == "sign") {
     f.title = "the replicator sign: +gamma C(s)u agrees with gradient descent, -gamma C(s)u does not";
-    Panel g{"gap |GD - flow| against the step", "eta", "gap", true, true, {}, {}, {}, {}};
+    Panel g{"RMS gap of the logits a, |GD - flow|, against the step", "eta", "gap", true, true, {}, {}, {}, {}};
     const Table plus = load(dir, "convergence_plus.csv"), minus = load(dir, "convergence_minus.csv");
-    g.series.push_back(column(plus, "gap", "+gamma (derived): O(eta)", Style::linespoints, 0, true, true, "lr"));
-    g.series.push_back(column(minus, "gap", "-gamma: O(1)", Style::linespoints, 1, true, true, "lr"));
+    g.series.push_back(column(plus, "gap_a", "+gamma (derived): O(eta)", Style::linespoints, 0, true, true, "lr"));
+    g.series.push_back(column(minus, "gap_a", "-gamma: O(1)", Style::linespoints, 1, true, true, "lr"));
     f.panels.push_back(g);
     Panel s{"top weight", "t", "s_top", true, false, {}, {}, {}, {}};
     s.series.push_back(s_max(load(dir, "curve_plus.csv"), "flow, +gamma", Style::lines, 0));

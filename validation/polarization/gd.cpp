@@ -5,13 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <memory>
+#include <limits>
 
 #include "hdat/core/progress.hpp"
-#include "hdat/polarization/full_model.hpp"
-#include "hdat/polarization/normalization.hpp"
 #include "hdat/polarization/observables.hpp"
-#include "hdat/polarization/reduced.hpp"
 
 namespace hdat::polarization {
 
@@ -23,183 +20,209 @@ std::vector<long> steps_of(const std::vector<double>& times, double lr) {
   return s;
 }
 
-nlohmann::json GdRun::to_json() const {
-  return {{"steps", steps_done}, {"finite", finite}, {"wall_seconds", wall_seconds},
-          {"steps_per_second", wall_seconds > 0 ? steps_done / wall_seconds : 0.0}, {"invariants", invariants}, {"events", events}};
+std::vector<double> on_step_grid(const std::vector<double>& times, double lr) {
+  std::vector<double> out;
+  for (long k : steps_of(times, lr)) out.push_back(static_cast<double>(k) * lr);
+  return out;
 }
 
 namespace {
 
-// The order parameters (u, [Q], a) of the reduced flow's state layout, measured from (V, a).
-Eigen::VectorXd order_parameters(const Config& c, const Instance& in, const Eigen::MatrixXd& V, const Eigen::VectorXd& a) {
-  const int T = c.T;
-  Eigen::VectorXd x(c.loss == Loss::square ? 2 * T + T * T : 2 * T);
-  x.segment(0, T) = V.transpose() * in.direction;
-  if (c.loss == Loss::square) {
-    Eigen::Map<Eigen::MatrixXd>(x.data() + T, T, T) = V.transpose() * V;
-    x.segment(T + T * T, T) = a;
-  } else {
-    x.segment(T, T) = a;
-  }
-  return x;
-}
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double conserved(Invariant kind, const Eigen::VectorXd& a) { return kind == Invariant::mean_a ? a.mean() : a.squaredNorm(); }
 
 }  // namespace
 
+GradientDescent::GradientDescent(const Config& c, const Instance& in, double lr)
+    : c_(c),
+      in_(in),
+      lr_(lr),
+      model_(c_, in_),
+      flow_(make_flow(c_, in_)),
+      V_(in_.V0),
+      gV_(in_.V0.rows(), in_.V0.cols()),
+      a_(in_.a0),
+      ga_(in_.a0.size()),
+      value_logistic_(c_.architecture == Architecture::value && c_.loss == Loss::logistic),
+      invariant_kind_(c_.architecture == Architecture::value ? invariant_of(c_.normalization) : Invariant::none),
+      invariant0_(conserved(invariant_kind_, in_.a0)),
+      beta_hat_(in_.beta_star.size() ? Eigen::VectorXd(in_.beta_star / in_.beta_star.norm()) : Eigen::VectorXd()),
+      watch_logits_(c_.architecture == Architecture::value &&
+                    (c_.normalization == Normalization::l1 || c_.normalization == Normalization::relu ||
+                     c_.normalization == Normalization::elementwise_relu)),
+      watch_simplex_(c_.architecture == Architecture::value && c_.normalization == Normalization::sum),
+      seen_(c_.T, 0),
+      sign0_(in_.a0.array().sign()),
+      F_prev_(in_.a0.sum()) {}
+
+void GradientDescent::add_event(const std::string& kind, int index, const std::string& message) {
+  if (events_.size() < 200)
+    events_.push_back({{"kind", kind}, {"index", index}, {"step", steps_}, {"t", static_cast<double>(steps_) * lr_}, {"message", message}});
+}
+
+void GradientDescent::step(bool check_identities) {
+  Eigen::Ref<Eigen::MatrixXd> gV(gV_);
+  Eigen::Ref<Eigen::VectorXd> ga(ga_);
+  const double L = model_.evaluate(V_, a_, &gV, &ga);
+  if (!std::isfinite(L) || !gV_.allFinite() || !ga_.allFinite()) {
+    finite_ = false;
+    add_event("nonfinite", -1, "the loss or its gradient is not finite: gradient descent stopped");
+    return;
+  }
+  if (steps_ > 0 && L > loss_prev_ + 1e-12 * std::fabs(loss_prev_) + 1e-300) {
+    ++increases_;
+    worst_increase_ = std::max(worst_increase_, (L - loss_prev_) / std::max(std::fabs(loss_prev_), 1e-300));
+  }
+  loss_prev_ = L;
+  const double V2_before = check_identities && value_logistic_ ? V_.squaredNorm() : 0.0;
+  V_.noalias() -= lr_ * gV_;
+  a_.noalias() -= lr_ * ga_;
+  ++steps_;
+  if (check_identities && value_logistic_) {
+    // |V_{k+1}|² − |V_k|² = 2ηγz + η²γ²b|s|² exactly (gradient −γβ*sᵀ).
+    const double z = in_.beta_star.dot(model_.output());
+    const double gamma = logistic(-z);
+    const double rhs = 2 * lr_ * gamma * z + lr_ * lr_ * gamma * gamma * in_.beta_star.squaredNorm() * model_.weights().squaredNorm();
+    energy_residual_ = std::max(energy_residual_, std::fabs(V_.squaredNorm() - V2_before - rhs) / std::max(1.0, V2_before));
+  }
+  if (invariant_kind_ != Invariant::none) invariant_drift_ = std::max(invariant_drift_, std::fabs(conserved(invariant_kind_, a_) - invariant0_));
+  if (watch_logits_ || watch_simplex_) watch_signs();
+}
+
+void GradientDescent::watch_signs() {
+  for (int i = 0; i < c_.T; ++i) {
+    const double sg = a_(i) > 0 ? 1.0 : a_(i) < 0 ? -1.0 : 0.0;
+    if (!seen_[i] && sg != sign0_(i)) {
+      seen_[i] = 1;
+      add_event(watch_simplex_ ? "simplex_boundary" : "coordinate_zero", i,
+                watch_simplex_ ? fmt::format("a_{} changed sign: s_{} = a_{}/Σa left the simplex's sign pattern", i, i, i)
+                               : fmt::format("logit a_{} crossed 0", i));
+    }
+  }
+  if (watch_simplex_) {
+    const double F = a_.sum();
+    if (F * F_prev_ <= 0) add_event("normaliser_zero", -1, "the normaliser F = Σ a_j crossed 0");
+    F_prev_ = F;
+  }
+}
+
+void GradientDescent::advance_steps(long target) {
+  const auto start = std::chrono::steady_clock::now();
+  // The exact identities of a step are checked on the first step of every advance (one per
+  // observation interval); the conservation laws and the loss on every step.
+  bool first = true;
+  while (steps_ < target && finite_) {
+    step(first);
+    first = false;
+    if ((steps_ & 0xFFFF) == 0 && hdat::interrupted()) {
+      interrupted_ = true;
+      break;
+    }
+  }
+  wall_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Measurement GradientDescent::measure() {
+  Measurement m = model_.measure(V_, a_);
+  if (value_logistic_) perp_ = std::max(perp_, ((V_ - in_.V0) - beta_hat_ * (beta_hat_.transpose() * (V_ - in_.V0))).norm());
+  largest_logit_ = std::max(largest_logit_, m.logits.cwiseAbs().maxCoeff());
+  largest_V_norm_ = std::max(largest_V_norm_, m.V_norm);
+  return m;
+}
+
+Eigen::VectorXd GradientDescent::state() const {
+  if (!finite_) return Eigen::VectorXd::Constant(flow_->size(), kNaN);
+  return flow_->state_of(V_, a_);
+}
+
+Observables GradientDescent::observe() {
+  const Observables o = besides_blocks(all_observables(c_, time(), measure()), flow_->layout());
+  if (finite_) return o;
+  Observables undefined;  // past a non-finite step nothing is measured
+  for (std::size_t k = 0; k < o.size(); ++k) {
+    if (k == o.blocks_at()) undefined.blocks_here();
+    undefined.add(o.names()[k], kNaN);
+  }
+  return undefined;
+}
+
+DriftTerms GradientDescent::increment() {
+  Eigen::Ref<Eigen::MatrixXd> gV(gV_);
+  Eigen::Ref<Eigen::VectorXd> ga(ga_);
+  model_.evaluate(V_, a_, &gV, &ga);
+  const Eigen::MatrixXd V1 = V_ - lr_ * gV_;
+  const Eigen::VectorXd a1 = a_ - lr_ * ga_;
+  Eigen::VectorXd inc = (flow_->state_of(V1, a1) - flow_->state_of(V_, a_)) / lr_;
+  // ΔQ/η = −(GᵀV + VᵀG) + η GᵀG exactly (G = ∂L/∂V): the flow's part is the first.
+  if (flow_->layout().contains("Q")) flow_->layout().view(inc, "Q") -= lr_ * (gV_.transpose() * gV_);
+  return DriftTerms().add("drift", std::move(inc));
+}
+
+nlohmann::json GradientDescent::invariants() const {
+  nlohmann::json inv;
+  inv["loss_increases"] = increases_;
+  inv["worst_relative_loss_increase"] = worst_increase_;
+  if (invariant_kind_ == Invariant::mean_a) inv["mean_a_drift"] = invariant_drift_;
+  if (invariant_kind_ == Invariant::norm2_a) inv["a_norm2_drift"] = invariant_drift_;
+  if (value_logistic_) {
+    inv["V_minus_V0_orthogonal_to_beta"] = perp_;
+    inv["energy_identity_residual"] = energy_residual_;
+  }
+  return inv;
+}
+
+std::vector<std::string> GradientDescent::identity_failures() const {
+  std::vector<std::string> out;
+  const double steps = static_cast<double>(steps_);
+  // Round-off grows at most linearly with the steps, on the scale of the values.
+  if (invariant_kind_ == Invariant::mean_a && !(invariant_drift_ <= 1e-12 + 1e-15 * steps * (1 + largest_logit_)))
+    out.push_back(fmt::format("mean(a) drifted by {:.3g} at η = {:g} (conserved: 1ᵀC(s) = 0)", invariant_drift_, lr_));
+  if (value_logistic_ && !(perp_ <= 1e-12 + 1e-15 * steps * (1 + largest_V_norm_)))
+    out.push_back(fmt::format("V − V(0) left span(β*) by {:.3g} at η = {:g}", perp_, lr_));
+  if (value_logistic_ && !(energy_residual_ <= 1e-12))
+    out.push_back(fmt::format("|V|² identity violated by {:.3g} at η = {:g}", energy_residual_, lr_));
+  return out;
+}
+
+nlohmann::json GradientDescent::record() const {
+  return {{"steps", steps_},
+          {"finite", finite_},
+          {"wall_seconds", wall_seconds_},
+          {"steps_per_second", wall_seconds_ > 0 ? static_cast<double>(steps_) / wall_seconds_ : 0.0},
+          {"invariants", invariants()},
+          {"events", events_},
+          {"identity_failures", identity_failures()}};
+}
+
 GdRun gradient_descent(const Config& c, const Instance& in, const GdOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
+  GradientDescent gd(c, in, opt.lr);
   GdRun run;
-  const double eta = opt.lr;
-  const int T = c.T;
-  FullModel model(c, in);
-  Eigen::MatrixXd V = in.V0, gV(V.rows(), V.cols());
-  Eigen::VectorXd a = in.a0, ga(a.size());
-  Eigen::Ref<Eigen::MatrixXd> gVref(gV);
-  Eigen::Ref<Eigen::VectorXd> garef(ga);
-  run.steps = steps_of(opt.times, eta);
-  const long last = run.steps.empty() ? 0 : run.steps.back();
-
+  run.steps = steps_of(opt.times, opt.lr);
   auto cols = observable_columns(c);
   cols.push_back("step");
   run.table = Table(cols);
-
-  // Drift check against the reduced right-hand side (same Config, reduced flow).
-  Config cr = c;
-  cr.flow = FlowKind::reduced;
-  std::unique_ptr<FlowSystem> reduced;
-  if (opt.drift_check && c.reducible()) reduced = make_flow(cr, in);
-
-  const bool value_logistic = c.architecture == Architecture::value && c.loss == Loss::logistic;
-  const Invariant inv_kind = c.architecture == Architecture::value ? invariant_of(c.normalization) : Invariant::none;
-  auto invariant = [&](const Eigen::VectorXd& x) { return inv_kind == Invariant::mean_a ? x.mean() : x.squaredNorm(); };
-  const double inv0 = invariant(a);
-  double inv_drift = 0, worst_increase = 0, energy_res = 0, perp = 0, drift_ua = 0, drift_Q = 0;
-  long increases = 0;
-  const Eigen::VectorXd bhat = in.beta_star.size() ? Eigen::VectorXd(in.beta_star / in.beta_star.norm()) : Eigen::VectorXd();
-
-  // Events of the discrete run: first sign change of each logit (l1, relu) or weight (sum).
-  const bool watch_logits = c.architecture == Architecture::value &&
-                            (c.normalization == Normalization::l1 || c.normalization == Normalization::relu ||
-                             c.normalization == Normalization::elementwise_relu);
-  const bool watch_simplex = c.architecture == Architecture::value && c.normalization == Normalization::sum;
-  std::vector<char> seen(T, 0);
-  double F_prev = a.sum();
-  Eigen::VectorXd a_prev_sign = a.array().sign();
-  nlohmann::json events = nlohmann::json::array();
-  auto add_event = [&](const std::string& kind, int index, long k, const std::string& msg) {
-    if (events.size() < 200) events.push_back({{"kind", kind}, {"index", index}, {"step", k}, {"t", k * eta}, {"message", msg}});
-  };
-
+  const long last = run.steps.empty() ? 0 : run.steps.back();
   Progress progress("gradient descent", last, !opt.quiet && last > 2'000'000);
-  double L_prev = 0;
-  long reported = 0;
-  std::size_t next = 0;
-  long k = 0;
-  Eigen::VectorXd x_before;
-  for (k = 0; k <= last; ++k) {
-    const double L = model.evaluate(V, a, &gVref, &garef);
-    if (!std::isfinite(L) || !gV.allFinite() || !ga.allFinite()) {
-      run.finite = false;
-      add_event("nonfinite", -1, k, "the loss or its gradient is not finite: gradient descent stopped");
-      break;
-    }
-    if (k > 0 && L > L_prev + 1e-12 * std::fabs(L_prev) + 1e-300) {
-      ++increases;
-      worst_increase = std::max(worst_increase, (L - L_prev) / std::max(std::fabs(L_prev), 1e-300));
-    }
-    L_prev = L;
-    const bool record = next < run.steps.size() && run.steps[next] == k;
-    if (record) {
-      Measured m;
-      m.logits = model.logits();
-      m.s = model.weights();
-      m.loss = L;
-      m.normaliser = model.normaliser();
-      m.u = V.transpose() * in.direction;
-      m.z = m.u.dot(m.s);
-      m.V_norm = V.norm();
-      const int top = top_index(m.s);
-      m.top_col_norm = V.col(top).norm();
-      for (int j = 0; j < T; ++j)
-        if (j != top) m.max_other_col_norm = std::max(m.max_other_col_norm, V.col(j).norm());
-      if (has_Q_columns(c)) m.Q = V.transpose() * V;
-      auto row = observable_row(c, k * eta, m);
-      row.push_back(static_cast<double>(k));
-      run.table.add_row(row);
-      ++next;
-      if (value_logistic) perp = std::max(perp, ((V - in.V0) - bhat * (bhat.transpose() * (V - in.V0))).norm());
-      if (reduced) x_before = order_parameters(c, in, V, a);
-    }
-    if (k == last) break;
-    const double V2_before = V.squaredNorm();
-    V.noalias() -= eta * gV;
-    a.noalias() -= eta * ga;
-    if (record && value_logistic) {
-      // |V_{k+1}|² − |V_k|² = 2ηγz + η²γ²b|s|² exactly (gradient −γβ*sᵀ).
-      const double z = in.beta_star.dot(model.output());
-      const double gamma = logistic(-z);
-      const double rhs = 2 * eta * gamma * z + eta * eta * gamma * gamma * in.beta_star.squaredNorm() * model.weights().squaredNorm();
-      energy_res = std::max(energy_res, std::fabs(V.squaredNorm() - V2_before - rhs) / std::max(1.0, V2_before));
-    }
-    if (record && reduced) {
-      const Eigen::VectorXd x_after = order_parameters(c, in, V, a);
-      Eigen::VectorXd f(x_before.size());
-      reduced->rhs(x_before, f);
-      Eigen::VectorXd res = (x_after - x_before) / eta - f;
-      if (c.loss == Loss::square) {
-        // ΔQ/η − f_Q = η GᵀG exactly (G = ∂L/∂V): remove it, what is left is round-off.
-        Eigen::Map<Eigen::MatrixXd>(res.data() + T, T, T) -= eta * (gV.transpose() * gV);
-        drift_Q = std::max(drift_Q, res.segment(T, T * T).cwiseAbs().maxCoeff());
-        res.segment(T, T * T).setZero();
-      }
-      drift_ua = std::max(drift_ua, res.cwiseAbs().maxCoeff() / std::max(1.0, f.cwiseAbs().maxCoeff()));
-    }
-    if (inv_kind != Invariant::none) inv_drift = std::max(inv_drift, std::fabs(invariant(a) - inv0));
-    if (watch_logits || watch_simplex) {
-      for (int i = 0; i < T; ++i) {
-        const double sg = a(i) > 0 ? 1.0 : a(i) < 0 ? -1.0 : 0.0;
-        if (!seen[i] && sg != a_prev_sign(i)) {
-          seen[i] = 1;
-          add_event(watch_simplex ? "simplex_boundary" : "coordinate_zero", i, k + 1,
-                    watch_simplex ? fmt::format("a_{} changed sign: s_{} = a_{}/Σa left the simplex's sign pattern", i, i, i)
-                                  : fmt::format("logit a_{} crossed 0", i));
-        }
-      }
-      if (watch_simplex) {
-        const double F = a.sum();
-        if (F * F_prev <= 0) add_event("normaliser_zero", -1, k + 1, "the normaliser F = Σ a_j crossed 0");
-        F_prev = F;
-      }
-    }
-    if (k > 0 && (k & 0xFFFF) == 0) {
-      progress.advance(k - reported);
-      reported = k;
-      if (interrupted()) {
-        run.interrupted = true;
-        break;
-      }
-    }
+  for (long k : run.steps) {
+    const long before = gd.steps();
+    gd.advance_steps(k);
+    progress.advance(gd.steps() - before);
+    if (!gd.finite() || gd.interrupted()) break;
+    auto row = observable_row(c, static_cast<double>(k) * opt.lr, gd.measure());
+    row.push_back(static_cast<double>(k));
+    run.table.add_row(row);
   }
-  progress.advance(k - reported);
   progress.finish();
-  run.steps_done = k;
-  run.events = events;
-  run.V_final = V;
-  run.a_final = a;
-  nlohmann::json inv;
-  inv["loss_increases"] = increases;
-  inv["worst_relative_loss_increase"] = worst_increase;
-  if (inv_kind == Invariant::mean_a) inv["mean_a_drift"] = inv_drift;
-  if (inv_kind == Invariant::norm2_a) inv["a_norm2_drift"] = inv_drift;
-  if (value_logistic) {
-    inv["V_minus_V0_orthogonal_to_beta"] = perp;
-    inv["energy_identity_residual"] = energy_res;
-  }
-  if (reduced) {
-    inv["drift_residual_u_a"] = drift_ua;
-    if (c.loss == Loss::square) inv["drift_residual_Q"] = drift_Q;
-  }
-  run.invariants = inv;
+  run.steps_done = gd.steps();
+  run.finite = gd.finite();
+  run.interrupted = gd.interrupted();
+  run.record = gd.record();
+  run.invariants = gd.invariants();
+  run.events = gd.events();
+  run.V_final = gd.V();
+  run.a_final = gd.a();
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return run;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -125,27 +126,34 @@ void plot_convergence(const fs::path& dir) {
   Figure f;
   f.title = "gradient descent against the flow";
   f.columns = 2;
-  Panel p{"gap against the step (O(eta) expected)", "eta", "gap", true, true, {}, {}, {}, {}};
-  p.series.push_back(series(conv, "lr", "gap", "max gap", Style::linespoints, true, true, 0));
-  p.series.push_back(series(conv, "lr", "gap_s", "weights s", Style::linespoints, true, true, 1));
-  p.series.push_back(series(conv, "lr", "gap_a", "logits a", Style::linespoints, true, true, 2));
-  p.series.push_back(series(conv, "lr", "gap_u", "projections u", Style::linespoints, true, true, 3));
-  // Reference slope 1 through the largest-η point.
-  const auto lr = conv.numbers("lr"), gap = conv.numbers("gap");
-  if (!lr.empty() && gap[0] > 0) {
+  Panel p{"RMS gap of every block against the step (O(eta) expected)", "eta", "gap", true, true, {}, {}, {}, {}};
+  int color = 0;
+  double largest = 0;
+  for (const auto& c : conv.columns())
+    if (c.rfind("gap_", 0) == 0) {
+      p.series.push_back(series(conv, "lr", c, c.substr(4), Style::linespoints, true, true, color++));
+      if (conv.rows()) largest = std::max(largest, conv.number(0, c));
+    }
+  // Reference slope 1 through the largest gap at the largest step.
+  const auto lr = conv.numbers("lr");
+  if (!lr.empty() && largest > 0) {
     Series ref;
     ref.label = "slope 1";
     ref.style = Style::dashed;
     ref.color = 7;
-    for (double e : lr) ref.x.push_back(e), ref.y.push_back(gap[0] * e / lr[0]);
+    for (double e : lr) ref.x.push_back(e), ref.y.push_back(largest * e / lr[0]);
     p.series.push_back(ref);
   }
   f.panels.push_back(p);
-  if (fs::exists(dir / "validate.csv")) {
-    const Table cmp = Table::read_csv_file((dir / "validate.csv").string());
-    Panel q{"top weight: flow (line) and GD at the smallest eta (points)", "t", "s_top", true, false, {}, {}, {}, {}};
-    q.series.push_back(series(cmp, "t", "s_top_flow", "flow", Style::lines, true, false, 0));
-    q.series.push_back(series(cmp, "t", "s_top_gd", "GD", Style::points, true, false, 1));
+  if (fs::exists(dir / "validate_curves.csv") && !lr.empty()) {
+    // The smallest step's rows.
+    const Table all = Table::read_csv_file((dir / "validate_curves.csv").string());
+    Table finest({"t", "loss_theory", "loss_sim"});
+    for (std::size_t r = 0; r < all.rows(); ++r)
+      if (all.number(r, "lr") == lr.back()) finest.add_row({all.number(r, "t"), all.number(r, "loss_theory"), all.number(r, "loss_sim")});
+    Panel q{"loss: flow (line) and GD at the smallest eta (points)", "t", "loss", true, true, {}, {}, {}, {}};
+    q.series.push_back(series(finest, "t", "loss_theory", "flow", Style::lines, true, true, 0));
+    q.series.push_back(series(finest, "t", "loss_sim", "GD", Style::points, true, true, 1));
     f.panels.push_back(q);
   }
   plot::render(f, dir / "convergence");

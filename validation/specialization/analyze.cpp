@@ -85,7 +85,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
   std::vector<double> lam_reps;
   for (int k = 1; k <= 4; ++k) {
     FlowOptions fo2 = flow.options();
-    fo2.seed = flow.options().seed + 1000 + static_cast<std::uint64_t>(k);
+    fo2.replica = static_cast<std::uint64_t>(k);
     const OrderParameterFlow other(s, fo2);
     lam_reps.push_back(head_difference_rate(other, fp.M, fp.R));
   }
@@ -188,7 +188,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
       for (std::size_t k = 0; k < ens.runs.size(); ++k) {
         if (std::isfinite(ens.escape_times[k])) escapes.push_back(ens.escape_times[k]);
         const std::vector<int> mo = order_from_times(feature_split_times(ens.runs[k], s.H, s.F, threshold));
-        measured_orders.push_back({{"D", D}, {"seed", s.seed + k}, {"order", mo}});
+        measured_orders.push_back({{"D", D}, {"seed", s.seed}, {"replica", k}, {"order", mo}});
         if (!mo.empty()) order_counts[fmt::format("{}", fmt::join(mo, ","))] += 1;
       }
       escaped = static_cast<int>(escapes.size());

@@ -47,8 +47,8 @@ void finish_command(const Params& p, const std::string& command, RunOutput& out)
     const Setup s = setup_from(p);
     const auto seeds = static_cast<std::uint64_t>(p.integer("seeds"));
     auto& sim = out.info["simulation"];
-    sim["seed_replicas"] = fmt::format("seeds {}..{}: teacher (seed+k, 0, 2), init (seed+k, 0, 3), data (seed+k, 0, 4), test set (seed+k, 0, 5)",
-                                       s.seed, s.seed + seeds - 1);
+    sim["seed_replicas"] = fmt::format("seed {}, replicas 0..{}: teacher (seed, k, 2), init (seed, k, 3), data (seed, k, 4), test set (seed, k, 5)",
+                                       s.seed, seeds - 1);
     sim["test_size"] = p.integer("test_size");
     sim["steps_per_seed"] = std::lround(observation_times(p).back() * s.D);
   }
@@ -59,7 +59,7 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
     auto m = std::make_shared<DynamicsModel>();
     m->theory = [](const Params& p, int replica) -> std::unique_ptr<OdeTheory> {
       FlowOptions o = flow_options(p, 0);
-      o.seed += static_cast<std::uint64_t>(replica) * 7919;
+      o.replica = static_cast<std::uint64_t>(replica);
       return std::make_unique<OrderParameterFlow>(setup_from(p), o);
     };
     m->initial_state = [](const Params& p, const OdeTheory&) {
@@ -72,7 +72,7 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
       Setup s = setup_from(p);
       s.D = static_cast<int>(size);
       TestOptions test{p.integer("test_size"), p.text("test_mode") == "projected"};
-      return std::make_unique<OnlineSGD>(s, s.D, s.seed + replica, 0, test);
+      return std::make_unique<OnlineSGD>(s, s.D, s.seed, replica, test);
     };
     m->settings = settings_from;
     m->escape_time = [](const Params& p, const Table& run) {

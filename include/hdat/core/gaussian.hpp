@@ -11,10 +11,10 @@
 //
 // expectation() runs in parallel over fixed chunks and adds chunk sums in a fixed order: the result
 // is bit-identical for any number of threads.
-#include <omp.h>
-
 #include <Eigen/Dense>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,11 +56,15 @@ struct Estimate {
 
 namespace detail {
 inline constexpr long kChunk = 256;  // samples per chunk: the unit of work and of summation order
-}
+/// Calls work(c) for every chunk c in [0, n_chunks) on `threads` threads (<= 0: all cores), each
+/// thread running the function that make_worker() built for it (so that it owns its scratch).
+/// Compiled once in src/core (OpenMP stays out of the public headers).
+void for_each_chunk(long n_chunks, int threads, const std::function<std::function<void(long)>()>& make_worker);
+}  // namespace detail
 
 /// E[f(z)] over the sample set. `kernel` is copied once per thread (so it may own scratch space) and
 /// called as kernel(const double* z, double* out) to write the out_dim values of f at one sample.
-/// threads <= 0: OpenMP's default.
+/// threads <= 0: all cores.
 template <class Kernel>
 Estimate expectation(const GaussianSampleSet& set, const Kernel& kernel, int out_dim, bool with_se = false,
                      int threads = 0) {
@@ -70,23 +74,20 @@ Estimate expectation(const GaussianSampleSet& set, const Kernel& kernel, int out
   const bool rqmc = set.kind() == Sampling::sobol;
   Eigen::MatrixXd sums = Eigen::MatrixXd::Zero(out_dim, n_chunks);
   Eigen::MatrixXd sqs = (with_se && !rqmc) ? Eigen::MatrixXd::Zero(out_dim, n_chunks) : Eigen::MatrixXd();
-  const int nt = threads > 0 ? threads : omp_get_max_threads();
-#pragma omp parallel num_threads(nt)
-  {
-    Kernel k = kernel;
-    Eigen::VectorXd v(out_dim);
-#pragma omp for schedule(static)
-    for (long c = 0; c < n_chunks; ++c) {
+  detail::for_each_chunk(n_chunks, threads, [&]() -> std::function<void(long)> {
+    auto k = std::make_shared<Kernel>(kernel);
+    auto v = std::make_shared<Eigen::VectorXd>(out_dim);
+    return [&, k, v](long c) {
       const long g = c / chunks_per_group, j = c % chunks_per_group;
       const long begin = g * per_group + j * detail::kChunk;
       const long end = std::min(begin + detail::kChunk, (g + 1) * per_group);
       for (long i = begin; i < end; ++i) {
-        k(set.sample(i), v.data());
-        sums.col(c) += v;
-        if (with_se && !rqmc) sqs.col(c) += v.cwiseProduct(v);
+        (*k)(set.sample(i), v->data());
+        sums.col(c) += *v;
+        if (with_se && !rqmc) sqs.col(c) += v->cwiseProduct(*v);
       }
-    }
-  }
+    };
+  });
   Estimate est;
   const long used = per_group * set.groups();
   est.mean = sums.rowwise().sum() / static_cast<double>(used);

@@ -26,8 +26,8 @@
 
 namespace hdat {
 
-/// Columns of a run's table: t, then the observables (name, and name_se where estimated), then the
-/// blocks (StateLayout::columns()).
+/// Columns of a run's table: t, then the observables (name, and name_se where estimated) with the
+/// blocks (StateLayout::columns()) where Observables::blocks_here() put them (default: last).
 std::vector<std::string> run_columns(const Observables& observables, const StateLayout& layout);
 /// One row of such a table.
 std::vector<double> run_row(double t, const Observables& observables, const StateLayout& layout, const Eigen::VectorXd& x);
@@ -51,6 +51,7 @@ struct Ensemble {
   Table mean;                        ///< t, then every column c of a run and c_se (seed mean, its standard error)
   std::vector<Table> runs;           ///< one per finished seed (run_columns of the system's observables)
   std::vector<double> escape_times;  ///< per finished seed (NaN: no escape), when the model declares escape_time
+  std::vector<nlohmann::json> records;  ///< per finished seed: FiniteSystem::record() (persisted with the seed)
   int finished = 0, requested = 0;
   double seconds = 0;
 };

@@ -42,6 +42,10 @@ class Observables {
  public:
   Observables& add(const std::string& name, double value);                ///< exact
   Observables& add(const std::string& name, double value, double se);     ///< estimated
+  /// In a run's table the blocks' columns follow the observables added so far (default: all of
+  /// them), e.g. to keep the column order a spec prescribes.
+  Observables& blocks_here();
+  std::size_t blocks_at() const { return blocks_at_ < names_.size() ? blocks_at_ : names_.size(); }
   std::size_t size() const { return names_.size(); }
   const std::vector<std::string>& names() const { return names_; }
   bool has(const std::string& name) const;
@@ -53,6 +57,7 @@ class Observables {
   std::vector<std::string> names_;
   std::vector<Measured> values_;
   std::vector<bool> estimated_;
+  std::size_t blocks_at_ = static_cast<std::size_t>(-1);
 };
 
 /// A drift split into the named terms whose sum it is (e.g. the η-linear and the η² part of an SGD
@@ -118,11 +123,17 @@ class FiniteSystem {
   /// One step's increment of the blocks from the current weights divided by the step's time,
   /// WITHOUT applying it, in the theory's terms: its mean over fresh samples is the drift.
   virtual DriftTerms increment() = 0;
+  /// What the run reports beyond its table once it is done (events, invariants checked along the
+  /// way, steps per second): simulate and validate list it per seed. Default: nothing.
+  virtual nlohmann::json record() const { return nlohmann::json::object(); }
 };
 
 /// Settings of the harness for one configuration, read from the model's parameters.
 struct DynamicsSettings {
   std::vector<double> times;              ///< observation times (first: the start)
+  /// `curve`'s observation times where the theory alone may be observed on a finer grid than a
+  /// finite run reaches (gradient descent observes whole steps only); empty: `times`.
+  std::vector<double> curve_times;
   IntegrateOptions integrate;             ///< theory integration
   std::string size_name = "D";            ///< what the finite size is (dimension D, step lr ...)
   double simulate_size = 1000;            ///< the size `simulate` runs
@@ -142,6 +153,9 @@ struct DynamicsSettings {
   // Drift check.
   std::vector<double> drift_times;        ///< times along a run at which the drift is checked
   long drift_samples = 4000;              ///< fresh increments averaged per check
+  /// Added to the drift check's allowance (tolerance · SE): the round-off of a deterministic
+  /// system, whose increments have no sampling error.
+  double drift_abs_tolerance = 0;
   double drift_size = 1000;               ///< size of the run the drift is checked on
   bool parallel_seeds = true;             ///< run seeds in parallel threads
 };

@@ -11,7 +11,8 @@ namespace hdat {
 /// Set by SIGINT / SIGTERM once install_interrupt_handler() ran; long loops check it.
 bool interrupted();
 void install_interrupt_handler();
-void request_interrupt();  // for tests
+void request_interrupt();  // for tests, and front ends that catch the signal themselves (Python)
+void clear_interrupt();    // after an interrupted call, so that the next one runs (Python)
 
 class Progress {
  public:

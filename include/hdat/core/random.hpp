@@ -35,6 +35,8 @@ enum Stream : std::uint64_t {
   test_set = 5,
   asymmetry = 6,
   drift_check = 7,
+  flow_samples = 11,   ///< the specialization ODE's sample set
+  bayes_samples = 12,  ///< the specialization Bayes risk's sample set
   user = 100,
 };
 

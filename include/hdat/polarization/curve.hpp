@@ -7,20 +7,31 @@
 #include "hdat/polarization/flow.hpp"
 #include "hdat/polarization/instance.hpp"
 #include "hdat/polarization/model.hpp"
+#include "hdat/polarization/reduced.hpp"
 
 namespace hdat::polarization {
 
+/// The flow integrated from x0 (at t = times.front()) through `times` with the normalisation's
+/// events; weights that start outside the simplex (sum) are reported once at the start.
+FlowResult integrate_flow(const Config& c, const FlowSystem& flow, const Eigen::VectorXd& x0, const std::vector<double>& times,
+                          const IntegrateOptions& options);
+
+/// What run.json says of a flow run: "flow" (kind, state size, equations), "solver", "events".
+nlohmann::json flow_info(const Config& c, const FlowSystem& flow, const FlowResult& r);
+
 struct CurveResult {
-  Table table;           ///< curve.csv
+  Table table;           ///< observable_columns(c): t and every observable (no state blocks)
   FlowResult flow;       ///< states, events, solver statistics
-  nlohmann::json info;   ///< for run.json: "solver", "events", "instance", "flow", "asymptotics"
+  nlohmann::json info;   ///< "flow", "solver", "events", "instance", "asymptotics"
   bool ok = true;        ///< false: the integration failed (non-finite, diverged, step underflow ...)
 };
 
+/// The flow from the instance's initial state through c.times (the model's own analyses).
 CurveResult theory_curve(const Config& c, const Instance& in);
 
 /// The spec's asymptotic predictions for the logistic softmax flow from a(0) = 0, compared with the
 /// last row of a curve: (1 − s_top) log² t → 2 b (T − 1)/T, z − log t → log b, winner = argmax u(0).
+/// Null where they do not apply (other losses, normalisations, the tied model).
 nlohmann::json asymptotics(const Config& c, const Instance& in, const Table& table);
 
 }  // namespace hdat::polarization

@@ -8,6 +8,7 @@
 #include "hdat/polarization/instance.hpp"
 #include "hdat/polarization/model.hpp"
 #include "hdat/polarization/normalization.hpp"
+#include "hdat/polarization/observables.hpp"
 
 namespace hdat::polarization {
 
@@ -24,6 +25,9 @@ class FullModel {
   /// L at (V, a) (V is U for the tied model); fills the quantities below. When gV / ga are given,
   /// writes ∂L/∂V and ∂L/∂a into them.
   double evaluate(const ConstMat& V, const ConstVec& a, Mat* gV = nullptr, Vec* ga = nullptr);
+  /// The observables of the weights (V, a): evaluate, then u = Vᵀb, |V|, column norms (and Q = VᵀV
+  /// where the configuration lists it).
+  Measurement measure(const ConstMat& V, const ConstVec& a);
 
   // After evaluate():
   const Eigen::VectorXd& logits() const { return logits_; }  ///< a (value) or U a (tied)

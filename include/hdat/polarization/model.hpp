@@ -30,7 +30,8 @@ std::string name(FlowKind);
 /// Every configuration key of the model (name, default, range, meaning).
 ParamSet parameters();
 
-/// Cross-key consistency (lengths of u0/a0/Q0, tied needs d = T, ...). Throws InputError.
+/// Cross-key consistency (lengths of u0/a0/Q0, tied needs d = T, ...). Throws InputError. (Keys set
+/// where they do not apply are refused by their declared conditions, see parameters().)
 void check(const Params& p);
 
 /// The typed, resolved configuration. Built once from Params; theory and simulator read it.
@@ -57,10 +58,13 @@ struct Config {
   std::string stepper = "dopri5";
   double rtol = 1e-10, atol = 1e-12;
   bool log_time = true;
-  double replicator_sign = 1.0;  ///< +1: the chain rule's sign; -1: the sign the paper is reported to print
+  /// ρ of da/dt = ρ (−∂L/∂a): +1, the chain rule; −1 with break_term=replicator_sign (the sign the
+  /// paper is reported to print), which validate must reject.
+  double replicator_sign = 1.0;
   int halvings = 2;
   double tolerance = 0.02;
   double min_order = 0.7;
+  std::vector<double> drift_times;  ///< validate: times of the drift check
   bool figures = true;
   std::string claim = "polarization";
 

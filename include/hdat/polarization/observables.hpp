@@ -1,6 +1,6 @@
 #pragma once
 // The observables of the spec, per time, computed the same way from the reduced flow, the full flow
-// and gradient descent (so curve.csv, sim.csv and the comparison read the same columns):
+// and gradient descent (so curve.csv, sim.csv and validate read the same columns):
 //   t, loss, z, entropy, top_gap, V_norm, s_i..., u_i..., a_i...
 // then: top (index of the largest weight), one_minus_s_top (Σ_{j≠top} s_j), min_gap (smallest gap
 // of the sorted logits), eps_log2t = (1 − s_top) log² t, z_minus_logt = z − log t, mean_a, a_norm2,
@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "hdat/core/layout.hpp"
+#include "hdat/core/model.hpp"
 #include "hdat/polarization/model.hpp"
 
 namespace hdat::polarization {
 
 /// What a flow or a simulator measures at one time.
-struct Measured {
+struct Measurement {
   Eigen::VectorXd logits;  ///< a (value model) or U a (tied)
   Eigen::VectorXd s;       ///< σ(logits)
   Eigen::VectorXd u;       ///< Vᵀ b (b = β*, Xᵀy or p*)
@@ -27,8 +29,19 @@ struct Measured {
 /// Does this configuration output Q_i_j columns?
 bool has_Q_columns(const Config& c);
 
+/// Every observable at one time, in the spec's column order: loss, z, entropy, top_gap, V_norm,
+/// s_i, u_i, a_i (the logits), top, one_minus_s_top, min_gap, eps_log2t, z_minus_logt, mean_a,
+/// a_norm2, normaliser, top_col_norm, max_other_col_norm, then Q_i_j (i ≤ j) for the square loss.
+Observables all_observables(const Config& c, double t, const Measurement& m);
+
+/// The same for a table that also lists a flow's state (the runs of the core's harness): the
+/// observables that are columns of `layout` are left to its blocks, which take the place of the
+/// first of them (so that u_i, a_i keep their place in the spec's order).
+Observables besides_blocks(const Observables& all, const StateLayout& layout);
+
+/// A table of all_observables: t, then every observable (the model's own analyses).
 std::vector<std::string> observable_columns(const Config& c);
-std::vector<double> observable_row(const Config& c, double t, const Measured& m);
+std::vector<double> observable_row(const Config& c, double t, const Measurement& m);
 
 /// Smallest gap between consecutive sorted logits.
 double min_consecutive_gap(const Eigen::VectorXd& a);

@@ -26,6 +26,7 @@ struct FlowOptions {
   long samples = 20000;
   Sampling sampling = Sampling::sobol;
   std::uint64_t seed = 0;
+  std::uint64_t replica = 0;  ///< independent sample sets of one seed (validate's theory replicas)
   int threads = 0;
   bool symmetrize_heads = true;  ///< close the sample set under head permutations (when H! ≤ 120)
   /// Testing only (key break_term): "eta2" drops the η² term; "sign_gg" flips the sign of its 2 g g part.

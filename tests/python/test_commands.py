@@ -1,0 +1,135 @@
+"""Every model's commands from Python equal the command line's for the same keys: the tables (as
+DataFrames and as files), run.json, and every other file; Result.save writes exactly those files.
+Small settings; the comparison runs `hdat` twice so that what legitimately differs between two runs
+(clocks, the command line) is found, checked to be only that, and left out."""
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+import hdat
+from conftest import VOLATILE, cli, compare_folders, files_of, mask, set_args
+
+SPEC = {"mc_samples": 512, "t_max": 5, "n_points": 5}
+SPEC_SIM = dict(SPEC, D=100, seeds=2, test_size=200)
+POL = {"T": 3, "t_max": 10, "points": 5, "figures": False}
+TIED = {"T": 1, "alphas": [0.2, 0.4], "d": 20, "seeds": 1, "bayes": False}
+SINKS = {"width": 16, "heads": 2, "steps": 20, "batch": 8, "n_train": 200, "n_eval": 50, "eval_every": 10, "vocab": 20, "n_tokens": 5}
+
+# Small settings of every command of every model (a model or command added to the registry must add
+# its line here: test_every_registered_command_is_covered). Dotted keys go through params.
+SMALL = {
+    ("specialization", "curve"): dict(SPEC, **{"prior.scale": 1.5}),
+    ("specialization", "simulate"): SPEC_SIM,
+    ("specialization", "validate"): dict(SPEC_SIM, dims=[100, 200], theory_replicas=2),
+    ("specialization", "analyze"): dict(SPEC, dims=[100], seeds=2, compare=False, stages=False, t_relax=20),
+    ("polarization", "curve"): dict(POL, figures=True),  # the model draws its figures into the folder itself
+    ("polarization", "simulate"): POL,
+    ("polarization", "validate"): dict(POL, halvings=1),
+    ("polarization", "analyze"): POL,
+    ("tied-attention", "curve"): TIED,
+    ("tied-attention", "simulate"): TIED,
+    ("tied-attention", "validate"): dict(TIED, dims=[20, 30]),
+    ("sinks", "simulate"): SINKS,
+}
+ELSEWHERE = {("geometry", "geometry"): "test_geometry_of_exported_maps (hdat.geometry)"}
+
+
+def split_keys(keys):
+    return {k: v for k, v in keys.items() if "." in k}, {k: v for k, v in keys.items() if "." not in k}
+
+
+def test_every_registered_command_is_covered():
+    registered = {(m.name, c) for m in hdat.models() for c in m.commands}
+    missing = registered - set(SMALL) - set(ELSEWHERE)
+    assert not missing, f"give these commands small settings in tests/python/test_commands.py: {sorted(missing)}"
+
+
+def check_tables(result, folder):
+    """Each table equals pandas' reading of the command line's CSV, column for column, bit for bit
+    (clock columns such as seconds_per_run only in name)."""
+    assert set(result.tables) <= set(files_of(folder))
+    for name, frame in result.tables.items():
+        expected = pd.read_csv(folder / name, float_precision="round_trip", dtype={"hash": str} if name == "sweep.csv" else None)
+        assert list(frame.columns) == list(expected.columns), name
+        clocks = [c for c in frame.columns if VOLATILE.search(c)]
+        pd.testing.assert_frame_equal(frame.drop(columns=clocks), expected.drop(columns=clocks), check_exact=True, obj=name)
+
+
+@pytest.mark.parametrize("model, command", sorted(SMALL), ids=[f"{m}-{c}" for m, c in sorted(SMALL)])
+def test_python_equals_the_command_line(tmp_path, model, command):
+    keys = SMALL[(model, command)]
+    dotted, simple = split_keys(keys)
+    result = hdat.run(model, command, dotted or None, threads=1, quiet=True, **simple)
+    runs = [cli(command, model, *set_args(keys), "--threads", 1, "--quiet", "--out", tmp_path / f"cli{i}") for i in (1, 2)]
+    assert runs[0].returncode == runs[1].returncode == result.exit_code, runs[0].stderr
+    saved = result.save(tmp_path / "python")
+    assert mask((saved / "run.json").read_text(), saved) == mask((result.dir / "run.json").read_text(), result.dir)
+    assert json.loads((result.dir / "run.json").read_text()) == result.info
+    excluded = compare_folders(saved, tmp_path / "cli1", tmp_path / "cli2")
+    print(f"{model} {command}: fields left out of the comparison: {sorted(excluded)}")
+    check_tables(result, tmp_path / "cli1")
+    # The command line's summary is the Result's.
+    first = result.summary.strip().splitlines()[0]
+    assert mask(first) == mask(runs[0].stdout.strip().splitlines()[0])
+
+
+def test_geometry_of_exported_maps(tmp_path):
+    # The sinks model exports its attention maps in the geometry format; both front ends analyse them.
+    sinks = hdat.simulate("sinks", threads=1, quiet=True, **SINKS)
+    maps = sinks.files["attention_maps.json"]
+    keys = {"bootstrap": 50, "random_repeats": 4, "plots": False}
+    result = hdat.geometry(maps=maps, threads=1, quiet=True, **keys)
+    for i in (1, 2):
+        cli("geometry", "--maps", maps, *set_args(keys), "--threads", 1, "--quiet", "--out", tmp_path / f"cli{i}", check=0)
+    excluded = compare_folders(result.save(tmp_path / "python"), tmp_path / "cli1", tmp_path / "cli2")
+    print(f"geometry: fields left out of the comparison: {sorted(excluded)}")
+    check_tables(result, tmp_path / "cli1")
+    assert result.info["maps_file"] == str(maps)
+    # The same maps given as Python data (lists / NumPy) give the same tables.
+    data = json.loads(maps.read_text())
+    again = hdat.geometry(maps=data["maps"], threads=1, quiet=True, **keys)
+    for name, frame in result.tables.items():
+        pd.testing.assert_frame_equal(again.tables[name], frame, check_exact=True)
+
+
+def test_sweep_equals_the_command_line_and_resumes(tmp_path):
+    base = dict(SPEC, eta=1.0)
+    grid = {"eta": [0.5, 1.0], "prior.scale": "0.5:1.5:2"}
+    result = hdat.sweep("specialization", grid=grid, observables=["final:risk", "info:bayes_risk"], out=tmp_path / "python",
+                        threads=1, quiet=True, **base)
+    assert list(result.table.columns[:4]) == ["eta", "prior.scale", "final_risk", "bayes_risk"]
+    assert len(result.table) == 4 and (result.table["status"] == "ok").all()
+    args = ["--grid", "eta=[0.5,1.0]", "--grid", "prior.scale=0.5:1.5:2", "--observable", "final:risk", "--observable", "info:bayes_risk",
+            *set_args(base), "--threads", 1, "--quiet"]
+    for i in (1, 2):
+        cli("sweep", "specialization", *args, "--out", tmp_path / f"cli{i}", check=0)
+    excluded = compare_folders(tmp_path / "python", tmp_path / "cli1", tmp_path / "cli2")
+    print(f"sweep: fields left out of the comparison: {sorted(excluded)}")
+    expected = pd.read_csv(tmp_path / "cli1" / "sweep.csv", float_precision="round_trip", dtype={"hash": str})
+    pd.testing.assert_frame_equal(result.table.drop(columns="wall_seconds"), expected.drop(columns="wall_seconds"), check_exact=True)
+    # A point's record, with its tables.
+    point = result.point(0)
+    assert point["status"] == "ok" and "curve.csv" in point["tables"]
+    # The same call again finds every point finished.
+    again = hdat.sweep("specialization", grid=grid, observables=["final:risk", "info:bayes_risk"], out=tmp_path / "python", threads=1,
+                       quiet=True, **base)
+    assert "computed 0" in again.report and "4 found finished" in again.report
+    pd.testing.assert_frame_equal(again.table.drop(columns="wall_seconds"), result.table.drop(columns="wall_seconds"))
+
+
+def test_plot_draws_the_command_lines_figures(tmp_path):
+    result = hdat.curve("specialization", threads=1, quiet=True, **SPEC)
+    shutil.copytree(result.dir, tmp_path / "cli")
+    cli("plot", tmp_path / "cli", check=0)
+    figures = hdat.plot(result, out=tmp_path / "python")
+    assert figures and all(f.exists() and f.suffix == ".png" for f in figures)
+    assert sorted(files_of(tmp_path / "python")) == sorted(files_of(tmp_path / "cli"))
+    for name in files_of(tmp_path / "cli"):
+        if name.endswith(".gp"):  # the gnuplot scripts, data included, differ only in the folder's name
+            ours = (tmp_path / "python" / name).read_text().replace(str(tmp_path / "python"), "DIR")
+            theirs = (tmp_path / "cli" / name).read_text().replace(str(tmp_path / "cli"), "DIR")
+            assert ours == theirs, name
+    assert "<img src=\"data:image/png;base64," in figures._repr_html_()

@@ -1,0 +1,127 @@
+// The committee model's declaration: what the harness needs, and nothing else.
+#include "hdat/committee/declaration.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "hdat/committee/model.hpp"
+#include "hdat/committee/ode.hpp"
+#include "hdat/committee/simulator.hpp"
+#include "hdat/core/harness.hpp"
+
+namespace hdat::committee {
+
+namespace {
+
+StandardDefaults standard_defaults() {
+  StandardDefaults d;
+  d.t_max = 300;
+  d.n_points = 120;
+  d.seeds = 8;
+  d.dims = {500, 1000, 2000};
+  d.drift_samples = 20000;
+  d.drift_times = {0, 5, 20};
+  d.size_key = "N";
+  return d;
+}
+
+std::string describe(const Params& p) {
+  const Setup s = setup_from(p);
+  std::string d = fmt::format("{}, K={}, M={}, eta={}", activation_name(s.activation), s.K, s.M, s.eta);
+  if (s.train_v) d += fmt::format(", train_v (eta_v={})", s.eta_v);
+  if (s.noise > 0) d += fmt::format(", noise={}", s.noise);
+  if (s.wd != 0) d += fmt::format(", wd={}", s.wd);
+  if (s.teacher == TeacherKind::gaussian) d += ", gaussian teacher";
+  return d;
+}
+
+void finish(const Params& p, const std::string& command, RunOutput& out) {
+  const Setup s = setup_from(p);
+  if (command == "curve" && out.tables.count("curve.csv")) {
+    const Table& curve = out.tables.at("curve.csv");
+    const double escape = escape_time(curve, s.K, s.M, p.real("split_threshold"));
+    auto& events = out.info["events"];
+    events["escape_time"] = std::isnan(escape) ? nlohmann::json(nullptr) : nlohmann::json(escape);
+    events["eg_final"] = curve.number(curve.rows() - 1, "eg");
+    events["start"] = p.has("Q0") ? "given overlaps Q0, R0, T0" : fmt::format("overlaps of a random initialisation at N = {} (seed {}, replica 0)", s.N, s.seed);
+  }
+  if (command == "simulate") {
+    out.info["simulation"]["streams"] =
+        "per replica k of the seed: teacher (seed, k, teacher), student init (seed, k, student_init), data (seed, k, training_data), "
+        "test set (seed, k, test_set), drift samples (seed, k, drift_check)";
+    out.info["simulation"]["test_size"] = p.integer("test_size");
+  }
+}
+
+}  // namespace
+
+const ParamSet& parameters() {
+  static const ParamSet set = [] {
+    ParamSet p;
+    declare_model_keys(p);
+    p.real("split_threshold", 0.3,
+           "a student has left the plateau once its normalised overlaps with the teachers spread by this much (escape time, "
+           "end of validate's window)",
+           Range::positive());
+    declare_standard_keys(p, standard_defaults());
+    return p;
+  }();
+  return set;
+}
+
+double escape_time(const Table& run, int K, int M, double threshold) {
+  if (M < 2) return std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t row = 0; row < run.rows(); ++row)
+    for (int i = 0; i < K; ++i) {
+      const double qii = run.number(row, fmt::format("Q_{}_{}", i, i));
+      double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+      for (int n = 0; n < M; ++n) {
+        const double r = run.number(row, fmt::format("R_{}_{}", i, n)) / std::sqrt(qii * run.number(row, fmt::format("T_{}_{}", n, n)));
+        lo = std::min(lo, r);
+        hi = std::max(hi, r);
+      }
+      if (hi - lo > threshold) return run.number(row, "t");
+    }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::shared_ptr<const DynamicsModel> dynamics_model() {
+  static const std::shared_ptr<const DynamicsModel> model = [] {
+    auto m = std::make_shared<DynamicsModel>();
+    // The closed-form theory has no sampling: every replica is the same theory.
+    m->theory = [](const Params& p, int /*replica*/) -> std::unique_ptr<OdeTheory> {
+      return std::make_unique<CommitteeODE>(setup_from(p));
+    };
+    // Q0/R0/T0 when given, else the overlaps of the first simulation replica's initialisation at N.
+    m->initial_state = [](const Params& p, const OdeTheory&) {
+      const Setup s = setup_from(p);
+      if (p.has("Q0")) return given_initial_state(p, s);
+      return OnlineSGD(s, s.N, s.seed, 0, 0).state();
+    };
+    m->system = [](const Params& p, double size, std::uint64_t replica) -> std::unique_ptr<FiniteSystem> {
+      const Setup s = setup_from(p);
+      return std::make_unique<OnlineSGD>(s, static_cast<int>(size), s.seed, replica, p.integer("test_size"));
+    };
+    m->settings = [](const Params& p) {
+      const Setup s = setup_from(p);
+      return standard_settings(p, standard_defaults(), s.layout());
+    };
+    // A plateau to escape from exists only with exchangeable students (equal v0: the manifold of
+    // identical students is then invariant, derivation.md §7); otherwise the students specialise as
+    // part of the deterministic flow and validate compares the whole run.
+    m->escape_time = [](const Params& p, const Table& run) {
+      const Setup s = setup_from(p);
+      if (s.K < 2 || (s.v0.array() != s.v0(0)).any()) return std::numeric_limits<double>::quiet_NaN();
+      return escape_time(run, s.K, s.M, p.real("split_threshold"));
+    };
+    m->theory_only_keys = {"Q0", "R0", "T0", "split_threshold", "break_term"};
+    m->describe = describe;
+    m->finish = finish;
+    return m;
+  }();
+  return model;
+}
+
+}  // namespace hdat::committee

@@ -1,0 +1,181 @@
+#include "hdat/committee/simulator.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "hdat/committee/integrals.hpp"
+
+namespace hdat::committee {
+
+StepRule::Error StepRule::coefficients(const double* u, double zeta, const Eigen::VectorXd& v, double* first,
+                                       double* second) const {
+  const int K = s_.K, M = s_.M;
+  const Activation g = s_.activation;
+  double clean = 0;
+  for (int m = 0; m < M; ++m) clean += s_.vstar(m) * activation(g, u[K + m]);
+  for (int k = 0; k < K; ++k) clean -= v(k) * activation(g, u[k]);
+  const double delta = clean + s_.noise * zeta;
+  for (int k = 0; k < K; ++k) first[k] = s_.eta * v(k) * activation_derivative(g, u[k]) * delta;
+  if (second)
+    for (int k = 0; k < K; ++k) second[k] = s_.eta_v * activation(g, u[k]) * delta;
+  return {clean, delta};
+}
+
+OnlineSGD::OnlineSGD(const Setup& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size)
+    : s_(setup), N_(N), sqrtN_(std::sqrt(static_cast<double>(N))), seed_(seed), replica_(replica), test_size_(test_size),
+      rule_(setup), data_(rng::engine(seed, replica, rng::training_data)), drift_(rng::engine(seed, replica, rng::drift_check)) {
+  s_.N = N;
+  s_.validate();
+  const int K = s_.K, M = s_.M;
+  if (s_.teacher == TeacherKind::orthonormal && N < M)
+    throw std::invalid_argument("OnlineSGD: an orthonormal teacher needs N >= M");
+  W_.resize(N, K + M);
+  boost::random::normal_distribution<double> normal;
+  auto teacher = rng::engine(seed, replica, rng::teacher);
+  for (int m = 0; m < M; ++m)
+    for (int j = 0; j < N; ++j) W_(j, K + m) = normal(teacher);
+  if (s_.teacher == TeacherKind::orthonormal) {
+    // Orthonormalise (Householder QR) and scale to |w*_m|² = N: T = I exactly.
+    const Eigen::HouseholderQR<Eigen::MatrixXd> qr(W_.rightCols(M));
+    W_.rightCols(M) = (qr.householderQ() * Eigen::MatrixXd::Identity(N, M)) * sqrtN_;
+  }
+  auto init = rng::engine(seed, replica, rng::student_init);
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < N; ++j) W_(j, k) = s_.init_std * normal(init);
+  v_ = s_.v0;
+  x_.resize(N);
+  u_.resize(K + M);
+  first_.resize(K);
+  second_.resize(K);
+}
+
+void OnlineSGD::fields(const Eigen::VectorXd& x) {
+  u_.noalias() = W_.transpose() * x;
+  u_ /= sqrtN_;
+}
+
+void OnlineSGD::draw_sample(rng::Engine& engine) {
+  double* x = x_.data();
+  for (int j = 0; j < N_; ++j) x[j] = normal_(engine);
+  zeta_ = normal_(engine);
+  fields(x_);
+}
+
+void OnlineSGD::apply_step(const Eigen::VectorXd& x) {
+  const int K = s_.K;
+  rule_.coefficients(u_.data(), zeta_, v_, first_.data(), s_.train_v ? second_.data() : nullptr);
+  auto students = W_.leftCols(K);
+  if (s_.wd != 0) students *= 1.0 - s_.wd / N_;
+  first_ /= sqrtN_;
+  students.noalias() += x * first_.transpose();
+  if (s_.train_v) v_ += second_ / N_;
+  ++steps_;
+}
+
+void OnlineSGD::step() {
+  draw_sample(data_);
+  apply_step(x_);
+}
+
+void OnlineSGD::step(const Eigen::VectorXd& x, double zeta) {
+  if (x.size() != N_) throw std::invalid_argument("OnlineSGD::step: x must have N entries");
+  zeta_ = zeta;
+  fields(x);
+  apply_step(x);
+}
+
+void OnlineSGD::advance_to(double t) {
+  const long target = std::lround(t * N_);
+  while (steps_ < target) step();
+}
+
+Eigen::VectorXd OnlineSGD::state() const {
+  const int K = s_.K, M = s_.M;
+  const Eigen::MatrixXd G = W_.transpose() * W_ / static_cast<double>(N_);
+  Overlaps o;
+  o.Q = G.topLeftCorner(K, K);
+  o.R = G.topRightCorner(K, M);
+  o.T = G.bottomRightCorner(M, M);
+  o.v = v_;
+  return pack(s_, o);
+}
+
+Observables OnlineSGD::observe() {
+  const int L = s_.K + s_.M;
+  const Eigen::MatrixXd C = W_.transpose() * W_ / static_cast<double>(N_);
+  const Eigen::VectorXd s = readout_signs(v_, s_.vstar);
+  Observables o;
+  o.add("eg", generalisation_error(s_.activation, C, s));
+  if (test_size_ > 0) {
+    // The fields of a fresh input are exactly N(0, C): drawing them from C's square root has the law
+    // of a full test set of N-dimensional inputs at L draws per input instead of N.
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(C);
+    const Eigen::MatrixXd root = es.eigenvectors() * es.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal();
+    auto test = rng::engine(seed_, replica_, rng::test_set);
+    boost::random::normal_distribution<double> normal;
+    Eigen::VectorXd z(L), u(L);
+    double sum = 0, sq = 0;
+    for (long n = 0; n < test_size_; ++n) {
+      for (int c = 0; c < L; ++c) z(c) = normal(test);
+      u.noalias() = root * z;
+      double clean = 0;
+      for (int c = 0; c < L; ++c) clean += s(c) * activation(s_.activation, u(c));
+      const double e = 0.5 * clean * clean;
+      sum += e;
+      sq += e * e;
+    }
+    const double mean = sum / test_size_;
+    const double var = test_size_ > 1 ? std::max(0.0, (sq / test_size_ - mean * mean) * test_size_ / (test_size_ - 1.0)) : 0.0;
+    o.add("eg_test", mean, std::sqrt(var / test_size_));
+  }
+  return o;
+}
+
+DriftTerms OnlineSGD::increment_terms(const Eigen::VectorXd& x, double zeta, const Eigen::VectorXd& u) const {
+  // w'_k = α w_k + a_k x/√N with α = 1 − wd/N, a_k = η v_k g'(λ_k) Δ, so exactly
+  //   N ΔR_kn = −wd R_kn + a_k ν_n
+  //   N ΔQ_ik = N(α² − 1) Q_ik + α (a_i λ_k + a_k λ_i) + a_i a_k |x|²/N,
+  // and a_i a_k = η² v_i v_k g'_i g'_k (Δ0² + 2σζΔ0 + σ²ζ²): the last piece is the label noise.
+  const int K = s_.K, M = s_.M;
+  const Activation g = s_.activation;
+  Eigen::VectorXd a(K), b(K);
+  const StepRule::Error err = rule_.coefficients(u.data(), zeta, v_, a.data(), b.data());
+  const double alpha = 1.0 - s_.wd / N_, x2 = x.squaredNorm() / N_;
+  const StateLayout layout = s_.layout();
+  const int n = layout.size();
+  Eigen::VectorXd lin = Eigen::VectorXd::Zero(n), sq = Eigen::VectorXd::Zero(n), label = Eigen::VectorXd::Zero(n),
+                  decay = Eigen::VectorXd::Zero(n), second = Eigen::VectorXd::Zero(n);
+  const Eigen::MatrixXd G = W_.transpose() * W_ / static_cast<double>(N_);
+  const auto lambda = u.head(K), nu = u.tail(M);
+  layout.view(lin, "R") = a * nu.transpose();
+  layout.view(lin, "Q") = alpha * (a * lambda.transpose() + lambda * a.transpose());
+  Eigen::VectorXd gp(K);
+  for (int k = 0; k < K; ++k) gp(k) = s_.eta * v_(k) * activation_derivative(g, u(k));
+  const double noise = s_.noise * zeta;
+  layout.view(sq, "Q") = (x2 * (err.clean * err.clean + 2 * noise * err.clean)) * gp * gp.transpose();
+  layout.view(label, "Q") = (x2 * noise * noise) * gp * gp.transpose();
+  layout.view(decay, "R") = -s_.wd * G.topRightCorner(K, M);
+  layout.view(decay, "Q") = (N_ * (alpha * alpha - 1.0)) * G.topLeftCorner(K, K);
+  if (s_.train_v) layout.view(second, "v") = b;
+  DriftTerms terms;
+  for (const std::string& name : s_.active_terms()) {
+    if (name == "eta_linear") terms.add(name, lin);
+    if (name == "eta_squared") terms.add(name, sq);
+    if (name == "label_noise") terms.add(name, label);
+    if (name == "weight_decay") terms.add(name, decay);
+    if (name == "second_layer") terms.add(name, second);
+  }
+  return terms;
+}
+
+DriftTerms OnlineSGD::increment() {
+  draw_sample(drift_);
+  return increment_terms(x_, zeta_, u_);
+}
+
+DriftTerms OnlineSGD::increment(const Eigen::VectorXd& x, double zeta) const {
+  const Eigen::VectorXd u = W_.transpose() * x / sqrtN_;
+  return increment_terms(x, zeta, u);
+}
+
+}  // namespace hdat::committee

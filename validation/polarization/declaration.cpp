@@ -1,0 +1,182 @@
+#include "hdat/polarization/declaration.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "hdat/core/harness.hpp"
+#include "hdat/polarization/curve.hpp"
+#include "hdat/polarization/gd.hpp"
+#include "hdat/polarization/theory.hpp"
+
+namespace hdat::polarization {
+
+namespace {
+
+DynamicsSettings settings_from(const Params& p) {
+  const Config c = Config::from(p);
+  DynamicsSettings d;
+  d.curve_times = c.times;
+  d.times = on_step_grid(c.times, c.lr);  // whole multiples of the largest step: every step size meets the flow there
+  d.integrate = integrate_options(c, FlowTheory(c).flow());
+  d.size_name = "lr";
+  d.simulate_size = c.lr;
+  for (int k = 0; k <= c.halvings; ++k) d.validate_sizes.push_back(std::ldexp(c.lr, -k));
+  d.gap_exponent_expected = 1;  // the explicit Euler scheme of the flow: first order
+  d.seeds = 1;                  // deterministic: one run per step, no standard errors
+  d.seed = c.seed;
+  d.theory_replicas = 1;
+  d.tolerance = 0;
+  d.rel_tolerance = d.abs_tolerance = c.tolerance;  // |Δ| <= tolerance (1 + scale(block))
+  d.judge_every_size = false;                       // the O(η) gap is judged at the smallest step ...
+  d.min_order = c.min_order;                        // ... and must shrink with η at every halving
+  d.drift_times = c.drift_times;
+  d.drift_samples = 2;  // the increment of a step is exact: nothing to average
+  d.drift_size = d.validate_sizes.back();
+  d.drift_abs_tolerance = 1e-8;  // round-off of (x(η) − x(0))/η
+  d.parallel_seeds = false;
+  return d;
+}
+
+std::string describe(const Params& p) {
+  const Config c = Config::from(p);
+  return fmt::format("{} loss, {}{}, {} flow, T={}, d={}", name(c.loss), name(c.normalization),
+                     c.architecture == Architecture::tied ? ", tied U σ(U a)" : "", name(c.flow), c.T, c.d);
+}
+
+// A table without the standard-error columns of its values (a deterministic run's are all zero).
+Table without_standard_errors(const Table& t) {
+  std::vector<std::string> keep;
+  for (const auto& c : t.columns()) {
+    const bool se = c.size() > 3 && c.compare(c.size() - 3, 3, "_se") == 0 && t.has_column(c.substr(0, c.size() - 3));
+    if (!se) keep.push_back(c);
+  }
+  Table out(keep);
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    std::vector<double> row;
+    for (const auto& c : keep) row.push_back(t.number(r, c));
+    out.add_row(row);
+  }
+  return out;
+}
+
+std::string last_row_line(const Table& t, bool theory) {
+  if (t.empty()) return "";
+  const std::size_t L = t.rows() - 1;
+  const double eps = t.number(L, "one_minus_s_top");
+  std::string s = fmt::format("  at t = {:g}: top token {}, s_top = {:.10g}", t.number(L, "t"), static_cast<int>(t.number(L, "top")), 1 - eps);
+  if (theory) s += fmt::format(", 1 − s_top = {:.4g}", eps);
+  s += fmt::format(", loss = {:.4g}", t.number(L, "loss"));
+  if (theory) s += fmt::format(", z − log t = {:.4g}", t.number(L, "z_minus_logt"));
+  return s + "\n";
+}
+
+void finish_curve(const Config& c, const Instance& in, RunOutput& out) {
+  const Table& t = out.tables.at("curve.csv");
+  out.info["instance"] = in.record(c);
+  const nlohmann::json limits = asymptotics(c, in, t);
+  if (!limits.is_null()) out.info["asymptotics"] = limits;
+  out.summary += last_row_line(t, true);
+  for (const auto& e : out.info["events"])
+    out.summary += fmt::format("  event at t = {:.10g}: {} ({})\n", e["t"].get<double>(), e["message"].get<std::string>(), e["action"].get<std::string>());
+}
+
+void finish_simulate(const Config& c, const Instance& in, RunOutput& out) {
+  Table& sim = out.tables.at("sim.csv");
+  sim = without_standard_errors(sim);
+  out.info["instance"] = in.record(c);
+  auto& info = out.info["simulation"];
+  if (!info.contains("runs")) return;
+  const nlohmann::json& run = info["runs"].front();
+  out.info["events"] = run["events"];
+  out.summary += fmt::format("  gradient descent: {} steps in {:.3f} s ({:.3g} steps/s)\n", run["steps"].get<long>(), run["wall_seconds"].get<double>(),
+                             run["steps_per_second"].get<double>());
+  out.summary += last_row_line(sim, false);
+  out.summary += "  invariants: " + run["invariants"].dump() + "\n";
+  for (const auto& f : run["identity_failures"]) out.summary += "  identity FAILS: " + f.get<std::string>() + "\n";
+  if (!run["finite"].get<bool>()) {
+    out.exit_code = 3;
+    out.summary += "  numerical failure: the state became non-finite (rows after it are NaN)\n";
+  }
+}
+
+// validate (trajectories): the identities every step of every run must satisfy, and the drift check;
+// either failing overrules the harness's verdict.
+void finish_validate(const Params& p, RunOutput& out) {
+  nlohmann::json& v = out.info["validation"];
+  std::vector<std::string> failures;
+  for (const auto& size : v["per_size"])
+    if (size.contains("runs"))
+      for (const auto& run : size["runs"])
+        for (const auto& f : run["identity_failures"]) failures.push_back(f.get<std::string>());
+  v["identity_failures"] = failures;
+  out.summary += failures.empty() ? "  identities of every step (conservation laws, |V|² identity, span(β*)): hold to round-off\n"
+                                  : "  identities of every step FAIL:\n";
+  for (const auto& f : failures) out.summary += "    - " + f + "\n";
+
+  RunContext quiet;
+  quiet.quiet = true;
+  DriftValidation drift = validate_drift(*dynamics_model(), p, quiet);
+  out.tables["drift.csv"] = std::move(drift.rows);
+  v["drift"] = drift.record;
+  out.summary += fmt::format("  drift check at t = {} (lr = {:g}): one step against the flow's right-hand side\n", nlohmann::json(Config::from(p).drift_times).dump(),
+                             dynamics_model()->settings(p).drift_size) +
+                 drift.summary;
+  out.tables["convergence.csv"] = convergence_table(v);
+  if (!failures.empty() || !drift.agree) {
+    v["verdict"] = "disagree";
+    out.summary += "  verdict: DISAGREE (identities or drift check)\n";
+  }
+}
+
+}  // namespace
+
+Table convergence_table(const nlohmann::json& validation) {
+  std::vector<std::string> blocks;
+  for (const auto& [block, gap] : validation["gap_order"].items()) blocks.push_back(block);
+  std::vector<std::string> cols = {"lr"};
+  for (const auto& b : blocks) cols.push_back("gap_" + b);
+  for (const auto& b : blocks) cols.push_back("order_" + b);
+  Table t(cols);
+  const auto& per_size = validation["per_size"];
+  auto number = [](const nlohmann::json& j) { return j.is_number() ? j.get<double>() : std::nan(""); };
+  for (std::size_t k = 0; k < per_size.size(); ++k) {
+    std::vector<double> row = {per_size[k]["lr"].get<double>()};
+    for (const auto& b : blocks) row.push_back(number(per_size[k]["gap_rms"][b]));
+    for (const auto& b : blocks) row.push_back(k == 0 ? std::nan("") : number(validation["gap_order"][b][k - 1]));
+    t.add_row(row);
+  }
+  return t;
+}
+
+void finish_command(const Params& p, const std::string& command, RunOutput& out) {
+  const Config c = Config::from(p);
+  const Instance in = make_instance(c);
+  if (command == "curve") finish_curve(c, in, out);
+  if (command == "simulate") finish_simulate(c, in, out);
+  if (command == "validate") {
+    out.info["instance"] = in.record(c);
+    if (p.text("mode") == "trajectory") finish_validate(p, out);
+  }
+}
+
+std::shared_ptr<const DynamicsModel> dynamics_model() {
+  static const std::shared_ptr<const DynamicsModel> model = [] {
+    auto m = std::make_shared<DynamicsModel>();
+    // Deterministic: no sample sets (replica) and one run per step (the seed only draws the instance).
+    m->theory = [](const Params& p, int) -> std::unique_ptr<OdeTheory> { return std::make_unique<FlowTheory>(Config::from(p)); };
+    m->initial_state = [](const Params&, const OdeTheory& theory) { return dynamic_cast<const FlowTheory&>(theory).flow().initial_state(); };
+    m->system = [](const Params& p, double lr, std::uint64_t) -> std::unique_ptr<FiniteSystem> {
+      const Config c = Config::from(p);
+      return std::make_unique<GradientDescent>(c, make_instance(c), lr);
+    };
+    m->settings = settings_from;
+    m->theory_only_keys = {"stepper", "rtol", "atol", "log_time", "halvings", "min_order", "drift_times", "figures", "claim"};
+    m->describe = describe;
+    m->finish = finish_command;
+    return m;
+  }();
+  return model;
+}
+
+}  // namespace hdat::polarization
