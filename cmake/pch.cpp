@@ -1,1 +1,0 @@
-// The translation unit that builds the shared precompiled header (cmake/HdatBuildFlags.cmake).
