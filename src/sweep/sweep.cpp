@@ -122,7 +122,12 @@ Plan make_plan(const ModelEntry& model, const std::string& command, const Params
   plan.points = make_points(model, command, base, plan.axes);
   plan.definition.model = model.name;
   plan.definition.command = command;
-  plan.definition.base_config = base.nested();
+  // What the user set, not the resolved defaults: re-resolving a default as if given would trip the
+  // keys' conditions (aggregation is not given for bayes), and --merge re-resolves this definition.
+  json given = json::object();
+  for (auto it = base.flat().begin(); it != base.flat().end(); ++it)
+    if (base.given(it.key())) given[it.key()] = it.value();
+  plan.definition.base_config = given;
   plan.definition.grid = grid;
   plan.definition.observables = observables;
   return plan;

@@ -30,7 +30,7 @@ namespace hdat::sweep {
 struct Definition {
   std::string model;
   std::string command;                   ///< model command: curve (mode theory), simulate, ...
-  nlohmann::json base_config;            ///< the resolved base parameters (nested), before the grid
+  nlohmann::json base_config;            ///< the base keys the user set (dotted), before the grid; resolved again on --merge
   std::vector<std::string> grid;         ///< --grid arguments as given
   std::vector<std::string> observables;  ///< as given, or the model's defaults
   nlohmann::json to_json() const;
