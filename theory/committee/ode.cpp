@@ -31,6 +31,9 @@ constexpr int kMaxFields = 256;  // L = K + M; the pair kernel keeps its rows on
 // barrier for a descheduled thread: measured here at milliseconds per region under load 13 on 2 cores).
 constexpr long kParallelWork = 1L << 17;
 
+// The arguments of one pair's arcsines: one buffer per thread, allocated once per thread.
+thread_local std::vector<double> arcsine_arguments;
+
 // What one evaluation of the right-hand side computes from the covariance, before the learning
 // rates and second-layer weights are applied (derivation.md §4). One per thread, reused.
 struct Workspace {
@@ -86,7 +89,7 @@ double tilted_arcsine_sum(const Workspace& ws, int i, int k) {
     q[c] = (di * b[c] - cik * a[c]) * inv_lambda4;
     y[c] = 1.0 / std::sqrt(ws.d(c) - a[c] * p[c] - b[c] * q[c]);  // 1/√(1 + C'_cc)
   }
-  thread_local std::vector<double> arg;  // one per thread, allocated once
+  std::vector<double>& arg = arcsine_arguments;
   const std::size_t packed = ws.pair_weight.size();
   if (arg.size() < packed) arg.resize(packed);
   double* out = arg.data();
@@ -158,8 +161,14 @@ void evaluate(const Setup& st, const BlockOffsets& at, const double* x, Workspac
   };
   const int nt = threads > 0 ? threads : omp_get_max_threads();
   if (nt > 1 && static_cast<long>(pairs) * L * L >= kParallelWork) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (int pair = 0; pair < pairs; ++pair) pair_term(pair);
+#pragma omp parallel num_threads(nt)
+    {
+      // Every thread of the team sizes its buffer here, whether or not the dynamic schedule hands it
+      // a pair this time: later calls then allocate nothing.
+      if (arcsine_arguments.size() < ws.pair_weight.size()) arcsine_arguments.resize(ws.pair_weight.size());
+#pragma omp for schedule(dynamic, 1)
+      for (int pair = 0; pair < pairs; ++pair) pair_term(pair);
+    }
   } else {
     for (int pair = 0; pair < pairs; ++pair) pair_term(pair);
   }
