@@ -377,6 +377,16 @@ json bayes_perfect_recovery(const Params& p, double rank_fraction) {
   return alpha_pr(rank_fraction, T);
 }
 
+// The tables and record simulate and validate both write from one batch of AMP runs.
+void add_batch_outputs(RunOutput& out, const Params& p, const std::vector<double>& alphas, const std::vector<int>& dims,
+                       const AmpBatch& b, const std::map<std::pair<std::size_t, int>, Trajectory>& tr, int steps) {
+  out.tables["sim.csv"] = sim_table(alphas, dims, tr, steps);
+  out.tables["amp_trajectory.csv"] = trajectory_table(alphas, dims, tr, steps);
+  out.tables["amp_iterations.csv"] = iterations_table(b);
+  if (!b.shared.empty()) out.tables["state_evolution.csv"] = state_evolution_table(alphas, b, dims);
+  describe(out, p, b);
+}
+
 RunOutput amp_simulate_command(const Params& p, RunContext& ctx) {
   RunOutput out;
   const auto alphas = alpha_grid(p);
@@ -385,11 +395,7 @@ RunOutput amp_simulate_command(const Params& p, RunContext& ctx) {
   const int steps = trajectory_length(p);
   const AmpBatch b = run_batch(p, alphas, dims, seeds, ctx);
   const auto tr = trajectories(b, steps);
-  out.tables["sim.csv"] = sim_table(alphas, dims, tr, steps);
-  out.tables["amp_trajectory.csv"] = trajectory_table(alphas, dims, tr, steps);
-  out.tables["amp_iterations.csv"] = iterations_table(b);
-  if (!b.shared.empty()) out.tables["state_evolution.csv"] = state_evolution_table(alphas, b, dims);
-  describe(out, p, b);
+  add_batch_outputs(out, p, alphas, dims, b, tr, steps);
   int failed = 0;
   for (const auto& r : b.runs) failed += r.ok ? 0 : 1;
   out.summary = fmt::format("tied-attention simulate (AMP, {} channel): d = {}, {} alpha values x {} seeds, {} failed",
@@ -408,11 +414,7 @@ RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
   const double zc = p.real("z_crit"), floor = p.real("rel_floor");
   const AmpBatch b = run_batch(p, alphas, dims, seeds, ctx);
   const auto tr = trajectories(b, steps);
-  out.tables["sim.csv"] = sim_table(alphas, dims, tr, steps);
-  out.tables["amp_trajectory.csv"] = trajectory_table(alphas, dims, tr, steps);
-  out.tables["amp_iterations.csv"] = iterations_table(b);
-  if (!b.shared.empty()) out.tables["state_evolution.csv"] = state_evolution_table(alphas, b, dims);
-  describe(out, p, b);
+  add_batch_outputs(out, p, alphas, dims, b, tr, steps);
 
   // Per α, compared iteration and observable: the mean difference AMP − SE (per seed with
   // amp_prior=oracle) extrapolated to d → ∞ must vanish.
