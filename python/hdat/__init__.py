@@ -209,7 +209,7 @@ def _quote(text):
 
 def geometry(model_file=None, *, maps=None, params=None, out=None, threads=0, quiet=False, **keys):
     """Token-selection geometry of attention maps (`hdat geometry`): of a llama2.c checkpoint
-    (model_file; default ../shared/models/stories260K/stories260K.bin from the working folder), or of
+    (model_file; default the bundled stories260K, data/models/stories260K/, sha256-checked), or of
     maps: a file in the JSON format of docs/geometry.md, or the same content as Python data
     ({"maps": [...]} or the list of maps; arrays may be NumPy)."""
     _check_threads(threads)

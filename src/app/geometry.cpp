@@ -23,7 +23,7 @@ Run run_geometry(const GeometrySource& source, const Params& params, RunContext&
     run.output = geometry::analyze_maps(geometry::read_maps(source.maps_file), params, ctx);
     run.output.info["maps_file"] = source.maps_file;
   } else {
-    run.output = geometry::analyze_model(source.model_file.empty() ? llama::kDefaultModelFile : source.model_file, params, ctx);
+    run.output = geometry::analyze_model(source.model_file.empty() ? llama::default_model_file() : std::filesystem::path(source.model_file), params, ctx);
   }
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.finished_at = now_iso8601();

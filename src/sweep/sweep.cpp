@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/exit_code.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/progress.hpp"
 
@@ -167,7 +168,7 @@ json run_point(const Plan& plan, const Point& point, int point_threads) {
   ctx.quiet = true;  // ctx.out stays empty: a point writes nothing but its record
   const auto t0 = std::chrono::steady_clock::now();
   std::string status = "ok", reason;
-  int exit_code = 0;
+  int exit_code = code(ExitCode::ok);
   try {
     RunOutput out = plan.model->commands.at(plan.command)(point.params, ctx);
     exit_code = out.exit_code;
@@ -179,10 +180,12 @@ json run_point(const Plan& plan, const Point& point, int point_threads) {
     // A run that returns while the interrupt flag is up may have been cut short without saying so (a
     // model's observer can end its integration early and report success): it is not recorded, and a
     // resumed sweep computes it again.
-    if (exit_code == 130 || interrupted()) {
+    if (exit_code == code(ExitCode::interrupted) || interrupted()) {
       status = "interrupted";
-    } else if (exit_code != 0) {
-      status = exit_code == 3 ? "numerical_failure" : exit_code == 1 && plan.command == "validate" ? "disagree" : "failed";
+    } else if (exit_code != code(ExitCode::ok)) {
+      status = exit_code == code(ExitCode::numerical_failure)                         ? "numerical_failure"
+               : exit_code == code(ExitCode::disagree) && plan.command == "validate" ? "disagree"
+                                                                                     : "failed";
       reason = fmt::format("exit code {}: {}", exit_code, last_line(out.summary));
     } else {
       // A run that says it succeeded but whose numbers went from finite to non-finite has failed all the

@@ -1,13 +1,8 @@
 #pragma once
-// Where the tests find the pretrained model: ../shared/models/stories260K/ from the project root
-// (the tests run there; HDAT_SOURCE_DIR names the root when set).
-#include <cstdlib>
+// Where the tests find the pretrained model: the bundled stories260K (data/models/stories260K/), found
+// and sha256-checked the way `hdat geometry` finds its default model.
 #include <filesystem>
 
 #include "hdat/llama/checkpoint.hpp"
 
-inline std::filesystem::path stories260k_path() {
-  const char* root = std::getenv("HDAT_SOURCE_DIR");
-  const std::filesystem::path base = root ? std::filesystem::path(root) : std::filesystem::current_path();
-  return base / hdat::llama::kDefaultModelFile;
-}
+inline std::filesystem::path stories260k_path() { return hdat::llama::default_model_file(); }

@@ -1,7 +1,7 @@
 // `hdat geometry`: token-selection geometry of attention maps (spec/geometry.md, docs/geometry.md).
 //   hdat geometry [--model-file PATH] [--config FILE] [--set key=value]... --out DIR [--threads N] [--quiet]
 //   hdat geometry --maps FILE.json [--set key=value]... --out DIR
-// Without --maps the checkpoint is ../shared/models/stories260K/stories260K.bin (vocab.txt beside it).
+// Without --maps and --model-file: the bundled stories260K (data/models/stories260K/, sha256-checked).
 #include <fmt/format.h>
 
 #include <iostream>

@@ -1,8 +1,6 @@
 // hdat: high-dimensional attention theory. The command line of DESIGN.md:
 //   hdat list [MODEL] | curve | simulate | validate | analyze | sweep | plot | geometry | sinks
-// Exit codes: 0 success (validate: theory and simulation agree), 1 validate disagrees,
-// 2 bad input (nothing written), 3 numerical failure (what was computed before it is kept),
-// 130 interrupted (finished work kept).
+// Exit codes: hdat::ExitCode (include/hdat/core/exit_code.hpp; README, "Exit codes").
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +10,7 @@
 #include "commands.hpp"
 #include "hdat/app/listing.hpp"
 #include "hdat/core/error.hpp"
+#include "hdat/core/exit_code.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/progress.hpp"
 
@@ -21,7 +20,7 @@ namespace {
 
 int list_models(const std::string& name) {
   fmt::print("{}", name.empty() ? app::models_text() : app::parameters_text(registry().get(name)));
-  return 0;
+  return code(ExitCode::ok);
 }
 
 }  // namespace
@@ -62,7 +61,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "hdat: {}\n", e.what());
-    return 2;
+    return code(ExitCode::bad_input);
   }
 
   try {
@@ -73,13 +72,16 @@ int main(int argc, char** argv) {
       if (ex.app->parsed()) return ex.run();
   } catch (const InputError& e) {
     fmt::print(stderr, "hdat: {}\n", e.what());
-    return 2;
+    return code(ExitCode::bad_input);
   } catch (const NumericalError& e) {
     fmt::print(stderr, "hdat: numerical failure: {}\n", e.what());
-    return 3;
+    return code(ExitCode::numerical_failure);
   } catch (const std::exception& e) {
     fmt::print(stderr, "hdat: error: {}\n", e.what());
-    return 4;
+    return code(ExitCode::internal_error);
+  } catch (...) {
+    fmt::print(stderr, "hdat: error: an exception that is not a std::exception\n");
+    return code(ExitCode::internal_error);
   }
-  return 0;
+  return code(ExitCode::ok);
 }

@@ -11,7 +11,7 @@
 namespace hdat::app {
 
 struct GeometrySource {
-  std::string model_file;  ///< a llama2.c checkpoint (vocab.txt beside it); empty: llama::kDefaultModelFile
+  std::string model_file;  ///< a llama2.c checkpoint (vocab.txt beside it); empty: the bundled model, llama::default_model_file() (sha256-checked)
   std::string maps_file;   ///< attention maps in the JSON format of docs/geometry.md (instead of a checkpoint)
 };
 
