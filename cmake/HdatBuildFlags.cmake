@@ -81,7 +81,10 @@ function(hdat_apply_build_flags)
     if(t STREQUAL "hdat_doctest_main")  # doctest's main alone: nothing to precompile
       continue()
     endif()
-    # A unit compiled with another language standard cannot use the header (integrate.cpp: C++17).
+    # A unit with compile options of its own does not use the shared header: one with another language
+    # standard cannot (integrate.cpp: C++17), and GCC silently replaces a unit's optimisation options by
+    # those saved in the header (metrics.cpp's -ffp-contract=off was lost: 46 FMAs instead of 0, and the
+    # geometry evaluator's exact ties broke).
     get_target_property(sources ${t} SOURCES)
     get_target_property(source_dir ${t} SOURCE_DIR)
     foreach(src ${sources})
@@ -89,7 +92,7 @@ function(hdat_apply_build_flags)
         set(src ${source_dir}/${src})
       endif()
       get_source_file_property(options ${src} TARGET_DIRECTORY ${t} COMPILE_OPTIONS)
-      if(options MATCHES "-std=")
+      if(options)
         set_source_files_properties(${src} TARGET_DIRECTORY ${t} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
       endif()
     endforeach()

@@ -54,6 +54,13 @@ endforeach()
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/teacher_student -B ${consumer} -G ${GENERATOR}
     -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix}
     "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)
+# The package's hdat_DATA_DIR is the prefix's share/hdat (not a dependency's prefix: fmt's config, read
+# by find_dependency, redefines PACKAGE_PREFIX_DIR).
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/teacher_student -B ${consumer}
+                OUTPUT_VARIABLE configure_out)
+if(NOT configure_out MATCHES "data in ${prefix}/share/hdat")
+  fail("hdatConfig.cmake's hdat_DATA_DIR is not ${prefix}/share/hdat: ${configure_out}")
+endif()
 run(${CMAKE_COMMAND} --build ${consumer})
 run(${consumer}/teacher_student)
 # Bad input is refused by hdat's parameter layer (the example's exit code 2). The matrix T it reads is
@@ -74,7 +81,7 @@ foreach(leak "-march" " -W" "-fopenmp" "doctest" "CLI11" "${SOURCE_DIR}/include"
     fail("a consumer of hdat::core is compiled with '${leak}': ${command}")
   endif()
 endforeach()
-foreach(needed "-DEIGEN_MAX_ALIGN_BYTES=" "-DEIGEN_MAX_STATIC_ALIGN_BYTES=" "${prefix}/include" "-std=c++20")
+foreach(needed "-DEIGEN_MAX_ALIGN_BYTES=" "-DEIGEN_MAX_STATIC_ALIGN_BYTES=" "${prefix}/include" "++20")  # -std=c++20 or gnu++20: the consumer's choice of extensions
   string(FIND "${command}" "${needed}" at)
   if(at EQUAL -1)
     fail("a consumer of hdat::core lacks '${needed}': ${command}")
