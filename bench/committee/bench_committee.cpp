@@ -19,6 +19,7 @@
 #include "hdat/committee/ode.hpp"
 #include "hdat/committee/simulator.hpp"
 #include "hdat/core/integrate.hpp"
+#include "hdat/core/progress.hpp"
 
 using namespace hdat;
 using namespace hdat::committee;
@@ -26,7 +27,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // The neighbouring codes' right-hand side: every I3(i, b, c) and I4(i, k, c, d) of the spec's sums
 // evaluated on its own from the scalar closed forms (O(K²(K+M)²) I4 calls per evaluation, each

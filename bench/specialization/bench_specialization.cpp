@@ -12,13 +12,13 @@
 #include "hdat/core/random.hpp"
 #include "hdat/specialization/curve.hpp"
 #include "hdat/specialization/simulator.hpp"
+#include "hdat/core/progress.hpp"
 
 using namespace hdat;
 using namespace hdat::specialization;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 Params params(const std::vector<std::string>& sets) {
   std::vector<std::pair<std::string, json>> a;

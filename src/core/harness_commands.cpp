@@ -7,12 +7,12 @@
 
 #include "hdat/core/harness.hpp"
 #include "hdat/core/progress.hpp"
+#include "hdat/core/output.hpp"
 
 namespace hdat {
 
 namespace {
 
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 // Every block of a state as JSON: matrices as lists of rows, vectors as lists.
 nlohmann::json blocks_json(const StateLayout& layout, const Eigen::VectorXd& x) {

@@ -8,12 +8,12 @@
 #include "hdat/core/harness.hpp"
 #include "hdat/core/progress.hpp"
 #include "hdat/core/statistics.hpp"
+#include "hdat/core/output.hpp"
 
 namespace hdat {
 
 namespace {
 
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 // Quantity (observable or block column) -> the block whose scale it is judged on: an observable is
 // its own block.

@@ -10,6 +10,7 @@
 
 #include "hdat/core/error.hpp"
 #include "hdat_revision.hpp"
+#include <cmath>
 
 namespace hdat {
 namespace fs = std::filesystem;
@@ -71,5 +72,7 @@ nlohmann::json provenance() {
           {"date", now_iso8601()},
           {"command_line", command_line_storage()}};
 }
+
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 }  // namespace hdat

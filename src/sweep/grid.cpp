@@ -16,7 +16,7 @@ using json = nlohmann::json;
 
 namespace {
 
-const char* kForms = "expected key=start:stop:count, key=start:stop:count:log or key=[a,b,...]";
+const char* kGridForms = "expected key=start:stop:count, key=start:stop:count:log or key=[a,b,...]";
 
 std::string trim(const std::string& s) {
   const auto a = s.find_first_not_of(" \t");
@@ -81,17 +81,17 @@ std::vector<std::string> split_list(const std::string& body) {
 
 Axis parse_axis(const std::string& text, const ParamSet& set) {
   const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0) throw InputError("--grid", fmt::format("'{}': {}", text, kForms));
+  if (eq == std::string::npos || eq == 0) throw InputError("--grid", fmt::format("'{}': {}", text, kGridForms));
   Axis a;
   a.key = trim(text.substr(0, eq));
   a.spec = trim(text.substr(eq + 1));
   const ParamSpec* spec = set.find(a.key);
   if (!spec) throw InputError(a.key, fmt::format("--grid {}: not a parameter of this model (see `hdat list MODEL`)", text));
-  if (a.spec.empty()) throw InputError(a.key, fmt::format("--grid {}: no values; {}", text, kForms));
+  if (a.spec.empty()) throw InputError(a.key, fmt::format("--grid {}: no values; {}", text, kGridForms));
 
   std::vector<json> raw;
   if (a.spec.front() == '[') {
-    if (a.spec.back() != ']') throw InputError(a.key, fmt::format("--grid {}: the list is not closed by ']'; {}", text, kForms));
+    if (a.spec.back() != ']') throw InputError(a.key, fmt::format("--grid {}: the list is not closed by ']'; {}", text, kGridForms));
     // A JSON list when the whole thing parses (lists of lists for list-valued keys), else items split at
     // top-level commas (so that choices need no quotes: activation=[softmax,bayes]).
     json whole = json::parse(a.spec, nullptr, false);
@@ -113,7 +113,7 @@ Axis parse_axis(const std::string& text, const ParamSet& set) {
       if (c == std::string::npos) break;
       from = c + 1;
     }
-    if (parts.size() < 3 || parts.size() > 4) throw InputError(a.key, fmt::format("--grid {}: {}", text, kForms));
+    if (parts.size() < 3 || parts.size() > 4) throw InputError(a.key, fmt::format("--grid {}: {}", text, kGridForms));
     if (parts.size() == 4 && trim(parts[3]) != "log")
       throw InputError(a.key, fmt::format("--grid {}: the fourth field may only be 'log', got '{}'", text, trim(parts[3])));
     if (spec->kind != ParamKind::real && spec->kind != ParamKind::integer)

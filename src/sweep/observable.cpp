@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/constants.hpp"
 
 namespace hdat::sweep {
 
@@ -14,9 +15,8 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-const char* kForms =
+const char* kObservableForms =
     "expected final:COL, last:COL, min:COL, max:COL, argmin:COL, argmax:COL, at:X:COL, cross:COL:V, info:PATH, "
     "table:FILE.csv:<one of the column forms>, or a bare NAME; optionally prefixed by label=";
 
@@ -37,7 +37,7 @@ bool read_double(const std::string& t, double& v) {
 }
 
 [[noreturn]] void malformed(const std::string& text, const std::string& why) {
-  throw InputError("--observable", fmt::format("'{}': {}; {}", text, why, kForms));
+  throw InputError("--observable", fmt::format("'{}': {}; {}", text, why, kObservableForms));
 }
 
 // Parse a column form (no label, no table prefix) into o.

@@ -13,6 +13,7 @@
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/table.hpp"
+#include "hdat/core/constants.hpp"
 
 namespace hdat::sweep {
 
@@ -21,7 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::string safe_name(const std::string& s) {
   std::string o;

@@ -26,9 +26,6 @@ namespace {
 constexpr const char* kPointFormat = "hdat-sweep-point/1";
 constexpr const char* kSweepFormat = "hdat-sweep/1";
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // The last non-empty line of a command's summary: where the models say why they stopped.
 std::string last_line(const std::string& text) {

@@ -15,7 +15,7 @@ using namespace hdat::specialization;
 using spec_test::params;
 
 namespace {
-OrderParameterFlow flow_for(const Params& p, long samples) {
+OrderParameterFlow stability_flow(const Params& p, long samples) {
   FlowOptions o;
   o.samples = samples;
   o.threads = 2;
@@ -27,7 +27,7 @@ TEST_CASE("the symmetric manifold is invariant: a symmetric start stays symmetri
   for (const char* act : {"softmax", "bayes"}) {
     CAPTURE(act);
     const Params p = params({fmt::format("activation={}", act), "H=3", "F=2", "t_max=40", "n_points=5"});
-    const auto flow = flow_for(p, 6000);
+    const auto flow = stability_flow(p, 6000);
     Eigen::MatrixXd M(3, 2), R(3, 3);
     M << 0.3, 0.1, 0.3, 0.1, 0.3, 0.1;
     R << 0.5, 0.2, 0.2, 0.2, 0.5, 0.2, 0.2, 0.2, 0.5;
@@ -46,7 +46,7 @@ TEST_CASE("the symmetric manifold is invariant: a symmetric start stays symmetri
 
 TEST_CASE("fixed point and Jacobian: residual ~ 0; J v matches the flow's directional derivative; modes grow at their rate") {
   const Params p = params({"activation=bayes", "H=2", "F=2"});
-  const auto flow = flow_for(p, 6000);
+  const auto flow = stability_flow(p, 6000);
   FixedPointOptions fo;
   fo.t_relax = 300;
   const SymmetricFixedPoint fp = symmetric_fixed_point(flow, fo);
@@ -95,7 +95,7 @@ TEST_CASE("for a diagonal prior covariance the predicted order follows Var theta
     const int F = k.std == "[0.5,1.6,1.0]" ? 3 : 2;
     const std::string mean = F == 3 ? "[0.9,0.9,0.9]" : "[0.9,0.9]";
     const Params p = params({"activation=bayes", "H=2", fmt::format("F={}", F), "prior.mean=" + mean, "prior.std=" + k.std});
-    const auto flow = flow_for(p, 6000);
+    const auto flow = stability_flow(p, 6000);
     const SymmetricFixedPoint fp = symmetric_fixed_point(flow, FixedPointOptions{});
     REQUIRE(fp.summary.converged);
     const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
@@ -111,7 +111,7 @@ TEST_CASE("for a diagonal prior covariance the predicted order follows Var theta
 
 TEST_CASE("with H = 1 there is no head-difference direction") {
   const Params p = params({"activation=softmax", "H=1", "F=2"});
-  const auto flow = flow_for(p, 4000);
+  const auto flow = stability_flow(p, 4000);
   const SymmetricFixedPoint fp = symmetric_fixed_point(flow, FixedPointOptions{});
   CHECK(fp.summary.converged);
   const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
@@ -123,7 +123,7 @@ TEST_CASE("with H = 1 there is no head-difference direction") {
 
 TEST_CASE("trained softmax1 bias: the fixed point includes b; the Jacobian in (M, R, b) matches the flow's directional derivative") {
   const Params p = params({"activation=softmax1", "aggregation=sum", "H=2", "F=2", "train_bias=true", "bias=[-1,-1]"});
-  const auto flow = flow_for(p, 6000);
+  const auto flow = stability_flow(p, 6000);
   FixedPointOptions fo;
   fo.t_relax = 300;
   const SymmetricFixedPoint fp = symmetric_fixed_point(flow, fo);

@@ -3,7 +3,6 @@
 namespace hdat::committee {
 
 namespace {
-constexpr double two_over_pi = 2.0 / std::numbers::pi;
 }
 
 double I2(Activation g, const Eigen::MatrixXd& C, int a, int b) {

@@ -24,7 +24,6 @@ namespace hdat::committee {
 
 namespace {
 
-constexpr double two_over_pi = 2.0 / std::numbers::pi;
 constexpr int kMaxFields = 256;  // L = K + M; the pair kernel keeps its rows on the stack
 // Pairs × L² below which the η² loop runs on one thread: about 100 µs of arcsines, so that a
 // thread's share outweighs the fork/join (and, on an oversubscribed machine, the wait at the

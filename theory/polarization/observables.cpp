@@ -7,11 +7,11 @@
 #include <limits>
 
 #include "hdat/polarization/normalization.hpp"
+#include "hdat/core/constants.hpp"
 
 namespace hdat::polarization {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }
 
 bool has_Q_columns(const Config& c) { return c.loss == Loss::square && c.architecture == Architecture::value; }

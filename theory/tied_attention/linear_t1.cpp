@@ -7,17 +7,10 @@
 #include <limits>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/roots.hpp"
 
 namespace hdat::tied {
 
-namespace {
-template <class F>
-double toms748(F f, double lo, double hi, double flo, double fhi, int bits) {
-  std::uintmax_t it = 200;
-  const auto r = boost::math::tools::toms748_solve(f, lo, hi, flo, fhi, boost::math::tools::eps_tolerance<double>(bits), it);
-  return 0.5 * (r.first + r.second);
-}
-}  // namespace
 
 nlohmann::json FixedPointState::to_json() const {
   return {{"alpha", alpha},   {"delta", delta}, {"t", t},       {"eps", eps},         {"eta", eta},
@@ -100,7 +93,7 @@ LinearT1Solver::DeltaPoint LinearT1Solver::at_delta(double delta, double t_guess
     }
     if (!(glo <= 0)) return p;
   }
-  p.t = (glo == 0) ? lo : (ghi == 0) ? hi : toms748(Gt, lo, hi, glo, ghi, options_.t_bits);
+  p.t = (glo == 0) ? lo : (ghi == 0) ? hi : toms748_root(Gt, lo, hi, glo, ghi, options_.t_bits);
   p.j = jv(*mu, p.t);
   p.alpha = (p.j.dJ_ddelta / delta + lam / p.t) / 4;
   p.ok = std::isfinite(p.alpha);
@@ -120,7 +113,7 @@ LinearT1Solver::DeltaPoint LinearT1Solver::project(double ld0, double lt0, doubl
       const double s = sign * reach * std::ldexp(1.0, -k);
       const double gs = g(s);
       if (std::isfinite(gs) && gs * g0 <= 0) {
-        s_root = (gs == 0) ? s : (s > 0 ? toms748(g, 0.0, s, g0, gs, options_.t_bits) : toms748(g, s, 0.0, gs, g0, options_.t_bits));
+        s_root = (gs == 0) ? s : (s > 0 ? toms748_root(g, 0.0, s, g0, gs, options_.t_bits) : toms748_root(g, s, 0.0, gs, g0, options_.t_bits));
         found = true;
         break;
       }
@@ -260,7 +253,7 @@ std::vector<FixedPointState> LinearT1Solver::curve(const std::vector<double>& al
           best = p;
           return p.alpha - target;
         };
-        const double lam = toms748(f, 0.0, 1.0, fa, fb, options_.delta_bits);
+        const double lam = toms748_root(f, 0.0, 1.0, fa, fb, options_.delta_bits);
         if (!best.ok || std::fabs(best.alpha - target) > 1e-8 * target) {
           const double v = f(lam);
           (void)v;

@@ -7,14 +7,10 @@
 
 #include "hdat/core/error.hpp"
 #include "hdat/tied_attention/spectral_law.hpp"
+#include "hdat/core/progress.hpp"
 
 namespace hdat::tied {
 
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
 
 RieDenoiser::RieDenoiser(std::shared_ptr<const TargetLaw> prior, RieOptions options)
     : prior_(std::move(prior)), opt_(options) {

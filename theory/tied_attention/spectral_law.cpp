@@ -7,12 +7,12 @@
 #include <stdexcept>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/constants.hpp"
 
 namespace hdat::tied {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Polynomials in x as coefficient vectors (index = power).
 using Poly = std::vector<double>;

@@ -7,11 +7,11 @@
 #include <stdexcept>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/constants.hpp"
 
 namespace hdat::tied {
 
 namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
 }
 
 void TargetLaw::subordination_F(double u, double Y, double& F, double& dF) const {

@@ -8,17 +8,10 @@
 #include "hdat/core/error.hpp"
 #include "hdat/tied_attention/prior.hpp"
 #include "hdat/tied_attention/state_evolution.hpp"
+#include "hdat/core/roots.hpp"
 
 namespace hdat::tied {
 
-namespace {
-template <class F>
-double toms748(F f, double lo, double hi, double flo, double fhi, int bits = 48) {
-  std::uintmax_t it = 200;
-  const auto r = boost::math::tools::toms748_solve(f, lo, hi, flo, fhi, boost::math::tools::eps_tolerance<double>(bits), it);
-  return 0.5 * (r.first + r.second);
-}
-}  // namespace
 
 double constraint_factor(int T) {
   if (T < 1) throw InputError("T", "must be >= 1");
@@ -50,7 +43,7 @@ InterpolationThreshold alpha_interp(const std::shared_ptr<const TargetLaw>& targ
     khi = K(hi);
   }
   if (!(khi >= 0)) return r;
-  r.delta_bar = toms748([&](double d) { return K(d); }, lo, hi, klo, khi);
+  r.delta_bar = toms748_root([&](double d) { return K(d); }, lo, hi, klo, khi);
   JValues j;
   K(r.delta_bar, &j);
   r.alpha = constraint_factor(T) * j.dJ_ddelta / (4 * r.delta_bar);
@@ -185,7 +178,7 @@ std::vector<BayesPoint> bayes_optimal_curve(const std::shared_ptr<const TargetLa
       const double fa = mg[I - 1] + noise / 2 - 2 * a_eff * vg[I - 1];
       const double fb = mg[I] + noise / 2 - 2 * a_eff * vg[I];
       if (fa > 0 && fb <= 0) {
-        if (b.roots == 0) root = toms748(F, vg[I - 1], vg[I], fa, fb, 32);
+        if (b.roots == 0) root = toms748_root(F, vg[I - 1], vg[I], fa, fb, 32);
         ++b.roots;
       }
     }

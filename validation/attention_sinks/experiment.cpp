@@ -11,13 +11,13 @@
 
 #include "hdat/core/progress.hpp"
 #include "hdat/attention_sinks/metrics.hpp"
+#include "hdat/core/constants.hpp"
+#include "hdat/attention_sinks/tasks.hpp"
 
 namespace hdat::sinks {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-int uniform_int(rng::Engine& e, int lo, int hi) { return boost::random::uniform_int_distribution<int>(lo, hi)(e); }
 
 int task_length(const ExperimentOptions& o) {
   return o.task == Task::induction ? o.induction.length() : o.classification.length();

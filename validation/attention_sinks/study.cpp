@@ -14,12 +14,12 @@
 
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
+#include "hdat/core/constants.hpp"
 
 namespace hdat::sinks {
 
 namespace {
 using json = nlohmann::json;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double number_or_nan(const json& j, const char* key) {
   return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : kNaN;

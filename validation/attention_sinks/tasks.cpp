@@ -9,7 +9,6 @@
 namespace hdat::sinks {
 
 namespace {
-int uniform_int(rng::Engine& e, int lo, int hi) { return boost::random::uniform_int_distribution<int>(lo, hi)(e); }
 
 // The first n entries of a uniformly random permutation of `pool` (partial Fisher–Yates).
 void draw_distinct(rng::Engine& e, std::vector<int>& pool, int n) {
@@ -99,5 +98,7 @@ void ClassificationTask::sample(rng::Engine& engine, int B, Batch& out) const {
     set_sequence(out, b, content, y);
   }
 }
+
+int uniform_int(rng::Engine& e, int lo, int hi) { return boost::random::uniform_int_distribution<int>(lo, hi)(e); }
 
 }  // namespace hdat::sinks

@@ -15,12 +15,12 @@
 #include "hdat/core/harness.hpp"
 #include "hdat/polarization/declaration.hpp"
 #include "hdat/polarization/gd.hpp"
+#include "hdat/core/constants.hpp"
 
 namespace hdat::polarization {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct Checks {
   Table table{{"check", "measured", "reference", "tolerance", "pass", "note"}};

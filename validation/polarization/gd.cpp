@@ -9,6 +9,7 @@
 
 #include "hdat/core/progress.hpp"
 #include "hdat/polarization/observables.hpp"
+#include "hdat/core/constants.hpp"
 
 namespace hdat::polarization {
 
@@ -28,7 +29,6 @@ std::vector<double> on_step_grid(const std::vector<double>& times, double lr) {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double conserved(Invariant kind, const Eigen::VectorXd& a) { return kind == Invariant::mean_a ? a.mean() : a.squaredNorm(); }
 

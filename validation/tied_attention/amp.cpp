@@ -6,13 +6,13 @@
 #include <cmath>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/progress.hpp"
 
 namespace hdat::tied {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // ⟨Z_e, M[Z_f]⟩ for M = U (D ∘ ·) Uᵀ and e = (a, b), f = (c, k), from the pair products
 // inner(ac, bk) = (p_a∘p_c)ᵀ D (p_b∘p_k) and t_ab = Σ_i D_ii p_ai p_bi (p_a = Uᵀx_a/… any basis):

@@ -14,13 +14,13 @@
 #include "hdat/tied_attention/harness.hpp"
 #include "hdat/tied_attention/model.hpp"
 #include "hdat/tied_attention/thresholds.hpp"
+#include "hdat/core/constants.hpp"
 
 namespace hdat::tied {
 
 namespace {
 
 using json = nlohmann::json;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 ChannelInformationOptions information_options(const Params& p, int threads) {
   ChannelInformationOptions o;
@@ -189,7 +189,7 @@ std::map<std::pair<std::size_t, int>, Trajectory> trajectories(const AmpBatch& b
   return out;
 }
 
-Table sim_table(const std::vector<double>& alphas, const std::vector<int>& dims,
+Table amp_sim_table(const std::vector<double>& alphas, const std::vector<int>& dims,
                 const std::map<std::pair<std::size_t, int>, Trajectory>& tr, int steps) {
   Table t({"alpha", "d", "n", "estimator", "mse", "mse_se", "m", "m_se", "q", "q_se", "v_estimate", "theory_mse",
            "paired_mse_diff", "paired_mse_diff_se", "seeds", "iterations", "converged_fraction", "seconds_per_run",
@@ -380,7 +380,7 @@ json bayes_perfect_recovery(const Params& p, double rank_fraction) {
 // The tables and record simulate and validate both write from one batch of AMP runs.
 void add_batch_outputs(RunOutput& out, const Params& p, const std::vector<double>& alphas, const std::vector<int>& dims,
                        const AmpBatch& b, const std::map<std::pair<std::size_t, int>, Trajectory>& tr, int steps) {
-  out.tables["sim.csv"] = sim_table(alphas, dims, tr, steps);
+  out.tables["sim.csv"] = amp_sim_table(alphas, dims, tr, steps);
   out.tables["amp_trajectory.csv"] = trajectory_table(alphas, dims, tr, steps);
   out.tables["amp_iterations.csv"] = iterations_table(b);
   if (!b.shared.empty()) out.tables["state_evolution.csv"] = state_evolution_table(alphas, b, dims);
@@ -487,11 +487,6 @@ RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
 
 namespace {
 
-std::vector<double> distinct(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
-}
 
 Table rows_where(const Table& t, const std::string& key, double value) {
   Table out(t.columns());

@@ -6,14 +6,13 @@
 #include <cmath>
 
 #include "hdat/tied_attention/lbfgs.hpp"
+#include "hdat/core/progress.hpp"
+#include "hdat/tied_attention/sensing.hpp"
 
 namespace hdat::tied {
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Row softmax of one row (log-sum-exp), in place.
 template <class Row>
@@ -172,13 +171,6 @@ double attention_factorized_objective(const AttentionData& data, double lambda_t
   return (l + lam * W.squaredNorm()) / norm;
 }
 
-namespace {
-Eigen::MatrixXd psd_soft_threshold(const Eigen::MatrixXd& M, double tau) {
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(0.5 * (M + M.transpose()));
-  const Eigen::VectorXd l = (es.eigenvalues().array() - tau).cwiseMax(0.0);
-  return es.eigenvectors() * l.asDiagonal() * es.eigenvectors().transpose();
-}
-}  // namespace
 
 AttentionResult train_attention(const AttentionData& train, const AttentionData& test, const std::string& method,
                                 double lambda, const ErmOptions& opt) {

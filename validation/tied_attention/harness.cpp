@@ -28,9 +28,6 @@ namespace {
 
 using json = nlohmann::json;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 void set_threads(const RunContext& ctx) {
   if (ctx.threads > 0) omp_set_num_threads(ctx.threads);
@@ -952,12 +949,6 @@ plot::Series vline(const std::string& label, double x, double y0, double y1, int
   return line(label, {x, x}, {y0, y1}, plot::Style::dashed, color);
 }
 
-std::vector<double> distinct(const std::vector<double>& v) {
-  std::vector<double> u = v;
-  std::sort(u.begin(), u.end());
-  u.erase(std::unique(u.begin(), u.end()), u.end());
-  return u;
-}
 
 void add_sim_points(plot::Panel& panel, const Table& sim, const std::string& col, int color_base) {
   if (sim.empty() || !sim.has_column(col)) return;
@@ -1143,6 +1134,12 @@ void plot_folder(const std::filesystem::path& dir) {
     f.columns = 2;
     plot::render(f, dir / "histogram");
   }
+}
+
+std::vector<double> distinct(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
 }
 
 }  // namespace hdat::tied

@@ -8,14 +8,10 @@
 #include <cmath>
 
 #include "hdat/tied_attention/lbfgs.hpp"
+#include "hdat/core/progress.hpp"
 
 namespace hdat::tied {
 
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
 
 SingleThreadedEigen::SingleThreadedEigen() {
   // Parallelism is over seeds and sample ratios; multithreaded GEMM inside one small training run
@@ -100,12 +96,6 @@ double operator_norm_sq(const SensingData& data) {
 }
 
 // Projection of (M − τ I) onto the PSD cone: eigenvalues soft-thresholded at τ.
-Eigen::MatrixXd psd_soft_threshold(const Eigen::MatrixXd& M, double tau) {
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(0.5 * (M + M.transpose()));
-  const Eigen::VectorXd l = (es.eigenvalues().array() - tau).cwiseMax(0.0);
-  const Eigen::MatrixXd& U = es.eigenvectors();
-  return U * l.asDiagonal() * U.transpose();
-}
 }  // namespace
 
 ErmResult train_convex(const SensingData& data, double lambda_tilde, const ErmOptions& opt) {
@@ -248,6 +238,13 @@ ErmResult train_direct(const SensingData& data, double lambda_frobenius, const E
   r.message = r.converged ? "residual below tolerance" : "iteration limit";
   r.wall_seconds = seconds_since(t0);
   return r;
+}
+
+Eigen::MatrixXd psd_soft_threshold(const Eigen::MatrixXd& M, double tau) {
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(0.5 * (M + M.transpose()));
+  const Eigen::VectorXd l = (es.eigenvalues().array() - tau).cwiseMax(0.0);
+  const Eigen::MatrixXd& U = es.eigenvectors();
+  return U * l.asDiagonal() * U.transpose();
 }
 
 }  // namespace hdat::tied

@@ -56,4 +56,7 @@ struct ClassificationTask {
   void set_sequence(Batch& out, int j, const std::vector<int>& content, int y) const;
 };
 
+/// A uniform integer in [lo, hi].
+int uniform_int(rng::Engine& e, int lo, int hi);
+
 }  // namespace hdat::sinks

@@ -26,6 +26,8 @@
 
 namespace hdat::committee {
 
+inline constexpr double two_over_pi = 2.0 / std::numbers::pi;
+
 /// g(u): erf(u/√2) or u.
 inline double activation(Activation g, double u) {
   return g == Activation::erf ? std::erf(u * std::numbers::sqrt2 / 2) : u;

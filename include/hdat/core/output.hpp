@@ -15,6 +15,9 @@ std::string read_file(const std::filesystem::path& path);
 
 /// Program version, git revision, compiler, host, time and command line, for run.json.
 nlohmann::json provenance();
+
+/// v as a JSON number, or null when it is not finite (JSON has no NaN or infinity).
+nlohmann::json number_or_null(double v);
 /// Record the command line once at start-up (main does it).
 void set_command_line(int argc, char** argv);
 std::string now_iso8601();

@@ -8,6 +8,11 @@
 
 namespace hdat {
 
+/// Wall-clock seconds since t0 (timings in summaries and tables).
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 /// Set by SIGINT / SIGTERM once install_interrupt_handler() ran; long loops check it.
 bool interrupted();
 void install_interrupt_handler();

@@ -46,4 +46,7 @@ RunOutput simulate_command(const Params& p, RunContext& ctx);
 RunOutput validate_command(const Params& p, RunContext& ctx);
 void plot_folder(const std::filesystem::path& dir);
 
+/// The distinct values of v, sorted (the alphas or dims found in a table).
+std::vector<double> distinct(std::vector<double> v);
+
 }  // namespace hdat::tied

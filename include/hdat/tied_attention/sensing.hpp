@@ -87,4 +87,7 @@ ErmResult train_convex(const SensingData& data, double lambda_tilde, const ErmOp
 ErmResult train_factorized(const SensingData& data, double lambda_tilde, const ErmOptions& opt = {});
 ErmResult train_direct(const SensingData& data, double lambda_frobenius, const ErmOptions& opt = {});
 
+/// The proximal map of tau Tr S on S >= 0: the eigenvalues of sym(M) soft-thresholded at tau.
+Eigen::MatrixXd psd_soft_threshold(const Eigen::MatrixXd& M, double tau);
+
 }  // namespace hdat::tied
