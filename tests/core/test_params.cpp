@@ -52,3 +52,16 @@ TEST_CASE("bad input names the key and what is allowed") {
   CHECK(message_of([&] { resolve(set, {}, {parse_assignment("dims=[1,500]")}); }).find("entry 0") != std::string::npos);
   CHECK(message_of([&] { parse_assignment("novalue"); }).find("key=value") != std::string::npos);
 }
+
+TEST_CASE("a Params outlives the ParamSet it was resolved from (resolve keeps its own copy)") {
+  // resolve() on a temporary declaration: the set is destroyed at the end of the full expression.
+  // Reading the keys afterwards touches the declaration (spec lookup, ranges, documentation); with
+  // a borrowed pointer this is a use after free (the ASan build, tools/sanitize.sh, reports it).
+  const Params p = resolve(demo(), nullptr, {parse_assignment("H=4")});
+  CHECK(p.integer("H") == 4);
+  CHECK(p.real("eta") == 0.5);
+  CHECK(p.set().specs().size() == demo().specs().size());
+  const Params q = p.with({{"eta", 0.25}});
+  CHECK(q.real("eta") == 0.25);
+  CHECK(message_of([&] { (void)q.with({{"eta", -1.0}}); }).find("eta") != std::string::npos);
+}

@@ -9,13 +9,8 @@
 
 namespace test_pol {
 
-inline const hdat::ParamSet& keys() {
-  static const hdat::ParamSet set = hdat::polarization::parameters();
-  return set;
-}
-
 inline hdat::Params params(const std::vector<std::pair<std::string, nlohmann::json>>& sets) {
-  hdat::Params p = hdat::resolve(keys(), nullptr, sets);
+  hdat::Params p = hdat::resolve(hdat::polarization::parameters(), nullptr, sets);
   hdat::polarization::check(p);
   return p;
 }
