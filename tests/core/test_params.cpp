@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "hdat/core/params.hpp"
+#include "../input_error_message.hpp"
 
 using namespace hdat;
 
@@ -15,14 +16,6 @@ ParamSet demo() {
       .real_matrix("M0", nullptr, "initial M")
       .int_list("dims", json::array({250, 500}), "dims", Range::at_least(2));
   return p;
-}
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
 }
 }  // namespace
 

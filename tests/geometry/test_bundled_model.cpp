@@ -12,6 +12,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/llama/sha256.hpp"
 #include "model_path.hpp"
+#include "../input_error_message.hpp"
 
 using namespace hdat;
 using namespace hdat::llama;
@@ -41,15 +42,6 @@ struct ScopedEnv {
   ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) { ::setenv(name.c_str(), value.c_str(), 1); }
   ~ScopedEnv() { ::unsetenv(name.c_str()); }
 };
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
