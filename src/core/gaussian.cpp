@@ -30,6 +30,14 @@ void for_each_chunk(long n_chunks, int threads, const std::function<std::functio
     for (long c = 0; c < n_chunks; ++c) work(c);
   }
 }
+
+Eigen::MatrixXd block_means_of(const Eigen::MatrixXd& sums, int blocks, long per_block) {
+  const Eigen::Index chunks_per_block = sums.cols() / blocks;
+  Eigen::MatrixXd means(sums.rows(), blocks);
+  for (int b = 0; b < blocks; ++b)
+    means.col(b) = sums.middleCols(b * chunks_per_block, chunks_per_block).rowwise().sum() / static_cast<double>(per_block);
+  return means;
+}
 }  // namespace detail
 
 std::string sampling_name(Sampling s) { return s == Sampling::sobol ? "sobol" : "mc"; }

@@ -73,3 +73,24 @@ TEST_CASE("Sobol sampling beats Monte Carlo on a smooth integrand") {
   CHECK(b.se(0) < a.se(0));
   CHECK(b.se(1) < a.se(1));
 }
+
+TEST_CASE("block expectations: one column per block, their mean the expectation; kernels may take the sample index") {
+  for (Sampling kind : {Sampling::monte_carlo, Sampling::sobol}) {
+    CAPTURE(sampling_name(kind));
+    const int blocks = 8;
+    GaussianSampleSet set(1 << 14, 3, 7, kind, blocks);
+    const Eigen::MatrixXd by_block = block_expectations(set, Moments{}, 3, blocks);
+    REQUIRE(by_block.cols() == blocks);
+    const auto est = expectation(set, Moments{}, 3);
+    CHECK((by_block.rowwise().mean() - est.mean).cwiseAbs().maxCoeff() < 1e-12);
+    // The index a kernel sees is the sample's own: block b holds samples [b n/B, (b+1) n/B).
+    const auto index_kernel = [](long i, const double*, double* out) { out[0] = static_cast<double>(i); };
+    const Eigen::MatrixXd idx = block_expectations(set, index_kernel, 1, blocks);
+    const double per = static_cast<double>(set.size() / blocks);
+    for (int b = 0; b < blocks; ++b) CHECK(idx(0, b) == doctest::Approx(b * per + (per - 1) / 2));
+    // Bit-identical for any number of threads.
+    CHECK((block_expectations(set, Moments{}, 3, blocks, 1) - block_expectations(set, Moments{}, 3, blocks, 2)).cwiseAbs().maxCoeff() == 0.0);
+  }
+  GaussianSampleSet sobol(1 << 12, 2, 1, Sampling::sobol, 4);
+  CHECK_THROWS_AS(block_expectations(sobol, Moments{}, 3, 8), std::invalid_argument);  // a block must be a whole shift
+}

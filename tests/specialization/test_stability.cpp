@@ -47,7 +47,7 @@ TEST_CASE("the symmetric manifold is invariant: a symmetric start stays symmetri
 TEST_CASE("fixed point and Jacobian: residual ~ 0; J v matches the flow's directional derivative; modes grow at their rate") {
   const Params p = params({"activation=bayes", "H=2", "F=2"});
   const auto flow = stability_flow(p, 6000);
-  FixedPointOptions fo;
+  PlateauOptions fo;
   fo.t_relax = 300;
   const SymmetricFixedPoint fp = symmetric_fixed_point(flow, fo);
   CHECK(fp.summary.converged);
@@ -96,7 +96,7 @@ TEST_CASE("for a diagonal prior covariance the predicted order follows Var theta
     const std::string mean = F == 3 ? "[0.9,0.9,0.9]" : "[0.9,0.9]";
     const Params p = params({"activation=bayes", "H=2", fmt::format("F={}", F), "prior.mean=" + mean, "prior.std=" + k.std});
     const auto flow = stability_flow(p, 6000);
-    const SymmetricFixedPoint fp = symmetric_fixed_point(flow, FixedPointOptions{});
+    const SymmetricFixedPoint fp = symmetric_fixed_point(flow, PlateauOptions{});
     REQUIRE(fp.summary.converged);
     const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
     CHECK(predicted_order(lin, F) == k.order);
@@ -112,7 +112,7 @@ TEST_CASE("for a diagonal prior covariance the predicted order follows Var theta
 TEST_CASE("with H = 1 there is no head-difference direction") {
   const Params p = params({"activation=softmax", "H=1", "F=2"});
   const auto flow = stability_flow(p, 4000);
-  const SymmetricFixedPoint fp = symmetric_fixed_point(flow, FixedPointOptions{});
+  const SymmetricFixedPoint fp = symmetric_fixed_point(flow, PlateauOptions{});
   CHECK(fp.summary.converged);
   const Linearisation lin = linearise(flow, fp.M, fp.R, fp.b);
   for (const auto& m : lin.modes) CHECK(m.kind == "symmetric");
@@ -124,7 +124,7 @@ TEST_CASE("with H = 1 there is no head-difference direction") {
 TEST_CASE("trained softmax1 bias: the fixed point includes b; the Jacobian in (M, R, b) matches the flow's directional derivative") {
   const Params p = params({"activation=softmax1", "aggregation=sum", "H=2", "F=2", "train_bias=true", "bias=[-1,-1]"});
   const auto flow = stability_flow(p, 6000);
-  FixedPointOptions fo;
+  PlateauOptions fo;
   fo.t_relax = 300;
   const SymmetricFixedPoint fp = symmetric_fixed_point(flow, fo);
   REQUIRE(fp.summary.converged);

@@ -134,7 +134,7 @@ TEST_CASE("validate (T = 1) agrees with the correct theory and disagrees when th
   const Params p = resolve(param_set(), base, {});
   const RunOutput good = validate_command(p, ctx);
   CHECK(good.exit_code == 0);
-  const Params wrong = p.with({{"check_perturbation", 1.25}});
+  const Params wrong = p.with({{"break_term", "denoiser"}});
   const RunOutput bad = validate_command(wrong, ctx);
   CHECK(bad.exit_code == 1);
   CHECK(bad.info["verdict"]["failures"].get<int>() >= 1);

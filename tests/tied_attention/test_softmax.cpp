@@ -112,8 +112,8 @@ TEST_CASE("general solver, T = 1 linear channel: reduces to the closed form with
   // Exact (closed-form expectations): the general solver reproduces the closed form to its tolerance.
   {
     auto exact_side = std::make_shared<SampleSide>(1, Channel::linear, 1.0, 1.0, 1.5, 0.1);
-    FixedPointOptions fo;
-    fo.tol = 1e-11;
+    GeneralSolverOptions fo;
+    fo.fixed_point.tolerance = 1e-11;
     GeneralSolver ge(prior, exact_side, 1.5, fo);
     const FixedPointState se = ge.solve(0.2, ge.initial_guess(0.2));
     CHECK(se.converged);
@@ -297,7 +297,7 @@ TEST_CASE("T = 2 attention ERM agrees with the theory within its error bars; a w
   const Params p = resolve(param_set(), base, {});
   const RunOutput good = validate_command(p, ctx);
   CHECK(good.exit_code == 0);
-  const RunOutput bad = validate_command(p.with({{"check_sample_perturbation", 1.5}}), ctx);
+  const RunOutput bad = validate_command(p.with({{"break_term", "channel"}}), ctx);
   CHECK(bad.exit_code == 1);
 }
 
@@ -318,8 +318,8 @@ TEST_CASE("direct training (Frobenius prior), T = 1: the general solver equals t
       prior.target = target;
       prior.kind = PriorKind::frobenius;
       prior.lambda = lambda;
-      FixedPointOptions fo;
-      fo.tol = 1e-12;
+      GeneralSolverOptions fo;
+      fo.fixed_point.tolerance = 1e-12;
       GeneralSolver g(prior, std::make_shared<SampleSide>(1, Channel::linear, 1.0, 1.0, Q0, noise), Q0, fo);
       const FixedPointState st = g.solve(alpha, g.initial_guess(alpha));
       CAPTURE(lambda);

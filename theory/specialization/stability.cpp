@@ -50,14 +50,10 @@ std::string Coordinates::name(int k) const {
   return "?";
 }
 
-nlohmann::json FixedPointSummary::to_json() const {
-  return {{"converged", converged}, {"iterations", iterations}, {"residual", residual},   {"relax_time", relax_time},
-          {"rhs_calls", rhs_calls}, {"wall_seconds", wall_seconds}, {"residual_history", residual_history}, {"message", message}};
-}
-
-std::string FixedPointSummary::brief() const {
-  return fmt::format("{} after {} Newton iterations (|dx/dt| = {:.2e}, {} rhs calls, {:.2f} s){}", converged ? "converged" : "NOT converged",
-                     iterations, residual, rhs_calls, wall_seconds, message.empty() ? "" : ": " + message);
+nlohmann::json SymmetricFixedPoint::solver_json() const {
+  nlohmann::json j = summary.to_json();
+  j["relax_time"] = relax_time;
+  return j;
 }
 
 namespace {
@@ -115,54 +111,6 @@ struct Symmetric {
   }
 };
 
-template <class Rhs>
-Eigen::MatrixXd fd_jacobian(const Rhs& f, const Eigen::VectorXd& x, double step) {
-  const int n = static_cast<int>(x.size());
-  Eigen::MatrixXd J(n, n);
-  for (int k = 0; k < n; ++k) {
-    const double h = step * std::max(1.0, std::fabs(x(k)));
-    Eigen::VectorXd xp = x, xm = x;
-    xp(k) += h, xm(k) -= h;
-    J.col(k) = (f(xp) - f(xm)) / (2 * h);
-  }
-  return J;
-}
-
-// Damped Newton: x ← x − α J⁻¹ f, α halved until |f| decreases.
-template <class Rhs>
-void newton(const Rhs& f, Eigen::VectorXd& x, const FixedPointOptions& o, FixedPointSummary& s) {
-  Eigen::VectorXd fx = f(x);
-  s.residual_history.push_back(fx.cwiseAbs().maxCoeff());
-  for (int it = 0; it < o.max_iterations; ++it) {
-    if (fx.cwiseAbs().maxCoeff() < o.tolerance) {
-      s.converged = true;
-      return;
-    }
-    const Eigen::MatrixXd J = fd_jacobian(f, x, o.fd_step);
-    const Eigen::VectorXd dx = J.colPivHouseholderQr().solve(fx);
-    double alpha = 1.0;
-    bool improved = false;
-    for (int ls = 0; ls < 30; ++ls, alpha *= 0.5) {
-      const Eigen::VectorXd xn = x - alpha * dx;
-      const Eigen::VectorXd fn = f(xn);
-      if (fn.allFinite() && fn.cwiseAbs().maxCoeff() < fx.cwiseAbs().maxCoeff()) {
-        x = xn;
-        fx = fn;
-        improved = true;
-        break;
-      }
-    }
-    ++s.iterations;
-    s.residual_history.push_back(fx.cwiseAbs().maxCoeff());
-    if (!improved) {
-      s.message = "line search failed to reduce the residual";
-      break;
-    }
-  }
-  s.converged = fx.cwiseAbs().maxCoeff() < o.tolerance;
-  if (!s.converged && s.message.empty()) s.message = fmt::format("{} iterations reached", o.max_iterations);
-}
-
 Mode classify(const Coordinates& c, std::complex<double> ev, const Eigen::VectorXd& v_in) {
   Mode m;
   m.eigenvalue = ev;
@@ -196,7 +144,7 @@ Mode classify(const Coordinates& c, std::complex<double> ev, const Eigen::Vector
 
 }  // namespace
 
-SymmetricFixedPoint symmetric_fixed_point(const OrderParameterFlow& flow, const FixedPointOptions& o, const Eigen::MatrixXd* M_start,
+SymmetricFixedPoint symmetric_fixed_point(const OrderParameterFlow& flow, const PlateauOptions& o, const Eigen::MatrixXd* M_start,
                                           const Eigen::MatrixXd* R_start) {
   const auto start = Clock::now();
   const Setup& s = flow.setup();
@@ -221,29 +169,29 @@ SymmetricFixedPoint symmetric_fixed_point(const OrderParameterFlow& flow, const 
     Eigen::VectorXd last = y;
     const auto sum = integrate(f, y, 0.0, {o.t_relax}, [&](double, const Eigen::VectorXd& x) { last = x; return true; }, io);
     if (sum.ok()) y = last;
-    out.summary.relax_time = o.t_relax;
+    out.relax_time = o.t_relax;
   }
-  newton([&](const Eigen::VectorXd& x) { return sym.rhs(flow, x, &calls); }, y, o, out.summary);
+  y = solve_stationary_point([&](const Eigen::VectorXd& x) { return sym.rhs(flow, x, &calls); }, y, o.solver, out.summary);
   sym.to_state(y, out.M, out.R, out.b);
   const Coordinates c = Coordinates::of(s);
   out.summary.residual = rhs(flow, c, c.pack(out.M, out.R, out.b), &calls).cwiseAbs().maxCoeff();
-  out.summary.rhs_calls = calls;
-  out.summary.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  out.summary.evaluations = calls;
+  out.summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }
 
 SymmetricFixedPoint polish_fixed_point(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
-                                       const Eigen::VectorXd& b, const FixedPointOptions& o) {
+                                       const Eigen::VectorXd& b, const PlateauOptions& o) {
   const auto start = Clock::now();
   const Coordinates c = Coordinates::of(flow.setup());
   SymmetricFixedPoint out;
   Eigen::VectorXd x = c.pack(M, R, b);
   long calls = 0;
-  newton([&](const Eigen::VectorXd& z) { return rhs(flow, c, z, &calls); }, x, o, out.summary);
+  x = solve_stationary_point([&](const Eigen::VectorXd& z) { return rhs(flow, c, z, &calls); }, x, o.solver, out.summary);
   c.unpack(x, out.M, out.R, out.b, flow.setup().bias);
   out.summary.residual = rhs(flow, c, x, &calls).cwiseAbs().maxCoeff();
-  out.summary.rhs_calls = calls;
-  out.summary.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  out.summary.evaluations = calls;
+  out.summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }
 
@@ -253,9 +201,9 @@ Linearisation linearise(const OrderParameterFlow& flow, const Eigen::MatrixXd& M
   const Eigen::VectorXd x = c.pack(M, R, b);
   auto f = [&](const Eigen::VectorXd& z) { return rhs(flow, c, z, nullptr); };
   Linearisation lin;
-  lin.jacobian = fd_jacobian(f, x, fd_step);
+  lin.jacobian = central_difference_jacobian(f, x, fd_step);
   // Central differences err by O(h²): J(h) − J(2h) ≈ −3 × that error.
-  lin.jacobian_error = (lin.jacobian - fd_jacobian(f, x, 2 * fd_step)).cwiseAbs() / 3.0;
+  lin.jacobian_error = (lin.jacobian - central_difference_jacobian(f, x, 2 * fd_step)).cwiseAbs() / 3.0;
   Eigen::EigenSolver<Eigen::MatrixXd> es(lin.jacobian);
   for (int k = 0; k < lin.jacobian.rows(); ++k) lin.modes.push_back(classify(c, es.eigenvalues()(k), es.eigenvectors().col(k).real()));
   std::sort(lin.modes.begin(), lin.modes.end(), [](const Mode& a, const Mode& b) { return a.eigenvalue.real() > b.eigenvalue.real(); });
@@ -317,7 +265,7 @@ double GrowthAlongPlateau::fit_constant(const std::vector<double>& D, const std:
 
 double head_difference_rate(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) {
   const Coordinates c = Coordinates::of(flow.setup());
-  const Eigen::MatrixXd J = fd_jacobian([&](const Eigen::VectorXd& z) { return rhs(flow, c, z, nullptr); }, c.pack(M, R, b), 1e-5);
+  const Eigen::MatrixXd J = central_difference_jacobian([&](const Eigen::VectorXd& z) { return rhs(flow, c, z, nullptr); }, c.pack(M, R, b), 1e-5);
   Eigen::EigenSolver<Eigen::MatrixXd> es(J, true);
   double lam = -INFINITY;
   for (int k = 0; k < J.rows(); ++k) {

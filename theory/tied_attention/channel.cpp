@@ -1,7 +1,5 @@
 #include "hdat/tied_attention/channel.hpp"
 
-#include <omp.h>
-
 #include <cmath>
 #include <stdexcept>
 
@@ -10,8 +8,13 @@
 namespace hdat::tied {
 
 namespace {
-constexpr int kOut = 9;  // f, ∂_Σ f, pathwise ∂_m, Σ c_e [∇²f]_ee, test, test_clean, train, iterations, switched
-constexpr long kChunk = 256;
+
+// What one Gaussian sample contributes to the sample side (derivation.md §8), one value per term:
+// the Moreau envelope f, its Σ-derivative, the pathwise m-derivative, Σ_e c_e [∇²f]_ee, the test
+// errors with and without label noise, the training loss, and statistics of the prox solve.
+namespace term {
+enum : int { envelope, d_sigma, d_m_pathwise, hessian_trace, test, test_clean, train, prox_iterations, switched, unconverged, count };
+}  // namespace term
 
 // The β0 → ∞ limit of the softmax labels: each row one-hot at its argmax.
 void one_hot_rows(TMat& Y) {
@@ -22,6 +25,130 @@ void one_hot_rows(TMat& Y) {
     Y(a, k) = 1;
   }
 }
+
+// The sample side's integrand at one sample z = (u, w, ξ): the labels from the teacher's fields
+// h0 = √(c_e Q0) u (+ noise √(c_e Δ/2) ξ), the student's fields ω = √c_e (a u + b w), and the prox of
+// the loss at ω. Copied once per thread by hdat::block_expectations (the scratch is per thread); the
+// warm starts are per sample, so threads never share one.
+struct ProxSampleKernel {
+  const SymLayout* L = nullptr;
+  Channel channel = Channel::linear;
+  double beta = 0, beta0 = 0, Q0 = 0, noise = 0, Sigma = 0, a = 0, b = 0;
+  const SampleSideOptions* opt = nullptr;
+  bool use_warm = false, maybe_nonconvex = false, sigma_limit = false, multistart_all = false;
+  double* warm = nullptr;  ///< K values per sample
+  // Scratch.
+  KVec omega, start, D, cvec;
+  TMat Y, Y0, P, H0, Om;
+
+  ProxSampleKernel(const SymLayout& layout, double Sigma_) : L(&layout), Sigma(Sigma_) {
+    const int K = layout.K(), T = layout.T();
+    omega.resize(K), start.resize(K), D.resize(K), cvec.resize(K);
+    Y.resize(T, T), Y0.resize(T, T), P.resize(T, T), H0.resize(T, T), Om.resize(T, T);
+    for (int e = 0; e < K; ++e) {
+      D(e) = layout.weight(e) / (2 * Sigma);
+      cvec(e) = layout.variance_factor(e);
+    }
+  }
+
+  void operator()(long i, const double* z, double* out) {
+    fields_and_labels(z);
+    out[term::test] = (Y - P).squaredNorm();
+    out[term::test_clean] = (Y0 - P).squaredNorm();
+    double* ws = warm + static_cast<std::size_t>(i) * L->K();
+    if (sigma_limit) small_sigma_terms(z, ws, out);
+    else prox_terms(i, z, ws, out);
+  }
+
+ private:
+  void fields_and_labels(const double* z) {
+    const double* u = z;
+    const double* w = z + L->K();
+    const double* xi = z + 2 * L->K();
+    for (int e = 0; e < L->K(); ++e) {
+      const double ce = cvec(e), sc = std::sqrt(ce);
+      const double h0 = std::sqrt(ce * Q0) * u[e];
+      const double z0 = h0 + (noise > 0 ? std::sqrt(ce * noise / 2) * xi[e] : 0.0);
+      omega(e) = sc * (a * u[e] + b * w[e]);
+      const int ra = L->row(e), rb = L->col(e);
+      Y(ra, rb) = Y(rb, ra) = z0;
+      H0(ra, rb) = H0(rb, ra) = h0;
+    }
+    Om = L->matrix(omega);
+    if (channel == Channel::softmax && opt->hardmax_labels) {
+      one_hot_rows(Y);
+      Y0 = H0;
+      one_hot_rows(Y0);
+      softmax_rows(Om, beta, P);
+    } else if (channel == Channel::softmax) {
+      softmax_rows(TMat(Y), beta0, Y);
+      softmax_rows(TMat(H0), beta0, Y0);
+      softmax_rows(Om, beta, P);
+    } else {
+      Y0 = H0;
+      P = Om;
+    }
+  }
+
+  // Σ → 0: f → L(Ω), ∂f/∂Ω → ∇L(Ω), ∇²_Ω f → ∇²L(Ω) (derivation.md §8.2).
+  void small_sigma_terms(const double* u, double* ws, double* out) {
+    const int K = L->K();
+    KVec grad(K);
+    KMat hess(K, K);
+    const double loss = channel_loss(*L, channel, beta, Y, omega, &grad, &hess);
+    double dS = 0, dm = 0, htr = 0;
+    for (int e = 0; e < K; ++e) {
+      dS -= grad(e) * grad(e) / L->weight(e);
+      dm += grad(e) * std::sqrt(cvec(e)) * u[e];
+      htr += cvec(e) * hess(e, e);
+      ws[e] = omega(e);
+    }
+    out[term::envelope] = loss, out[term::d_sigma] = dS, out[term::d_m_pathwise] = dm, out[term::hessian_trace] = htr;
+    out[term::train] = loss, out[term::prox_iterations] = 0, out[term::switched] = 0, out[term::unconverged] = 0;
+  }
+
+  // The prox from the warm start (else Ω), with a second start from the label-matching logits where
+  // the problem may be non-convex; then the envelope's derivatives at the minimiser.
+  void prox_terms(long i, const double* u, double* ws, double* out) {
+    const int K = L->K();
+    if (use_warm) for (int e = 0; e < K; ++e) start(e) = ws[e];
+    else start = omega;
+    ProxResult pr = prox_solve(*L, channel, beta, Sigma, omega, Y, start, opt->prox);
+    double switched_start = 0;
+    if (maybe_nonconvex && opt->multistart && (multistart_all || i % 16 == 0)) {
+      KVec alt(K);
+      // One-hot labels have no finite matching logits: start from a large but finite margin.
+      const double floor_y = opt->hardmax_labels ? 1e-4 : 1e-300;
+      for (int e = 0; e < K; ++e) {
+        const int ra = L->row(e), rb = L->col(e);
+        alt(e) = 0.5 * (std::log(std::max(Y(ra, rb), floor_y)) + std::log(std::max(Y(rb, ra), floor_y))) / beta;
+      }
+      // Softmax rows are shift invariant: centre the start on Ω's mean so the quadratic is small.
+      alt.array() += (omega.mean() - alt.mean());
+      ProxResult p2 = prox_solve(*L, channel, beta, Sigma, omega, Y, alt, opt->prox);
+      if (p2.value < pr.value - 1e-12 * std::max(1.0, std::fabs(pr.value))) {
+        pr = p2;
+        switched_start = 1;
+      }
+    }
+    for (int e = 0; e < K; ++e) ws[e] = pr.v(e);
+    // Envelope derivatives.
+    const KVec r = pr.v - omega;
+    double dS = 0, dm = 0, htr = 0;
+    Eigen::LDLT<KMat> ldlt(pr.hess);
+    KMat Hinv = ldlt.solve(KMat::Identity(K, K));
+    for (int e = 0; e < K; ++e) {
+      const double we = L->weight(e);
+      dS -= we * r(e) * r(e) / (4 * Sigma * Sigma);
+      dm += -D(e) * r(e) * std::sqrt(cvec(e)) * u[e];
+      htr += cvec(e) * (D(e) - D(e) * D(e) * Hinv(e, e));
+    }
+    out[term::envelope] = pr.value, out[term::d_sigma] = dS, out[term::d_m_pathwise] = dm, out[term::hessian_trace] = htr;
+    out[term::train] = pr.loss, out[term::prox_iterations] = double(pr.iterations), out[term::switched] = switched_start;
+    out[term::unconverged] = pr.converged ? 0.0 : 1.0;
+  }
+};
+
 }  // namespace
 
 SampleSide::SampleSide(int T, Channel channel, double beta, double beta0, double Q0, double noise, SampleSideOptions options)
@@ -57,151 +184,50 @@ SampleSideResult SampleSide::evaluate(double alpha, double Sigma, double m, doub
     r.test_error_clean = 2 * K * (Q0_ - 2 * m + q);
     return r;
   }
-  const double a = m / std::sqrt(Q0_);
+  ProxSampleKernel kernel(L, Sigma);
+  kernel.channel = channel_, kernel.beta = beta_, kernel.beta0 = beta0_, kernel.Q0 = Q0_, kernel.noise = noise_;
+  kernel.a = m / std::sqrt(Q0_);
   const double b2 = q - m * m / Q0_;
-  const double b = b2 > 0 ? std::sqrt(b2) : 0.0;  // q >= m²/Q0 (Cauchy–Schwarz); rounding may give −0
-  // Groups: the random shifts of the Sobol set, or consecutive blocks of i.i.d. Monte Carlo samples
-  // (the core's Monte Carlo set is one group; any partition of i.i.d. samples is as good).
-  const int G = set_.kind() == Sampling::sobol ? set_.groups() : opt_.groups;
-  const long per_group = set_.size() / G;
-  const long chunks_per_group = (per_group + kChunk - 1) / kChunk;
-  const long n_chunks = chunks_per_group * G;
-  Eigen::MatrixXd sums = Eigen::MatrixXd::Zero(kOut, n_chunks);
-  long unconverged = 0;
-  const int nt = opt_.threads > 0 ? opt_.threads : omp_get_max_threads();
-  const bool use_warm = opt_.warm_start && warm_valid_;
+  kernel.b = b2 > 0 ? std::sqrt(b2) : 0.0;  // q >= m²/Q0 (Cauchy–Schwarz); rounding may give −0
+  kernel.opt = &opt_;
+  kernel.use_warm = opt_.warm_start && warm_valid_;
   // The prox can be non-convex only where the quadratic's curvature 1/(2Σ) does not dominate the
   // loss Hessian (|∇²ℓ_row| <= β²(1/2 + 2) per row, each entry in at most two rows).
-  const bool maybe_nonconvex = channel_ == Channel::softmax && 1 / (2 * Sigma) < 5 * beta_ * beta_;
+  kernel.maybe_nonconvex = channel_ == Channel::softmax && 1 / (2 * Sigma) < 5 * beta_ * beta_;
   // Σ → 0 (the trivial phase Ŝ = 0 has Σ = 0 exactly, and the iteration approaches it): the prox
   // is H* = Ω − 2Σ w⁻¹∇L(Ω) + O(Σ²), so f → L(Ω), ∂f/∂Ω → ∇L(Ω), ∇²_Ω f → ∇²L(Ω)
   // (derivation.md §8.2). Below kSigmaLimit the limit is used: its error O(Σ) is far below the
   // Monte Carlo error, while r = H* − Ω computed from a Newton solve would lose 16 + log10 Σ digits.
   constexpr double kSigmaLimit = 1e-9;
-  const bool sigma_limit = Sigma < kSigmaLimit;
-#pragma omp parallel num_threads(nt) reduction(+ : unconverged)
-  {
-    KVec omega(K), start(K), D(K), cvec(K);
-    TMat Y(T, T), Y0(T, T), P(T, T), H0(T, T), Om(T, T);
-    for (int e = 0; e < K; ++e) {
-      D(e) = L.weight(e) / (2 * Sigma);
-      cvec(e) = L.variance_factor(e);
-    }
-    Eigen::Matrix<double, kOut, 1> out;
-#pragma omp for schedule(static)
-    for (long c = 0; c < n_chunks; ++c) {
-      const long g = c / chunks_per_group, j = c % chunks_per_group;
-      const long begin = g * per_group + j * kChunk;
-      const long end = std::min(begin + kChunk, (g + 1) * per_group);
-      for (long i = begin; i < end; ++i) {
-        const double* z = set_.sample(i);
-        const double* u = z;
-        const double* w = z + K;
-        const double* xi = z + 2 * K;
-        for (int e = 0; e < K; ++e) {
-          const double ce = cvec(e), sc = std::sqrt(ce);
-          const double h0 = std::sqrt(ce * Q0_) * u[e];
-          const double z0 = h0 + (noise_ > 0 ? std::sqrt(ce * noise_ / 2) * xi[e] : 0.0);
-          omega(e) = sc * (a * u[e] + b * w[e]);
-          const int ra = L.row(e), rb = L.col(e);
-          Y(ra, rb) = Y(rb, ra) = z0;
-          H0(ra, rb) = H0(rb, ra) = h0;
-        }
-        Om = L.matrix(omega);
-        if (channel_ == Channel::softmax && opt_.hardmax_labels) {
-          one_hot_rows(Y);
-          Y0 = H0;
-          one_hot_rows(Y0);
-          softmax_rows(Om, beta_, P);
-        } else if (channel_ == Channel::softmax) {
-          softmax_rows(TMat(Y), beta0_, Y);
-          softmax_rows(TMat(H0), beta0_, Y0);
-          softmax_rows(Om, beta_, P);
-        } else {
-          Y0 = H0;
-          P = Om;
-        }
-        const double test = (Y - P).squaredNorm(), test_clean = (Y0 - P).squaredNorm();
-        double* ws = warm_.data() + static_cast<std::size_t>(i) * K;
-        if (sigma_limit) {
-          KVec grad(K);
-          KMat hess(K, K);
-          const double loss = channel_loss(L, channel_, beta_, Y, omega, &grad, &hess);
-          double dS = 0, dm = 0, htr = 0;
-          for (int e = 0; e < K; ++e) {
-            dS -= grad(e) * grad(e) / L.weight(e);
-            dm += grad(e) * std::sqrt(cvec(e)) * u[e];
-            htr += cvec(e) * hess(e, e);
-            ws[e] = omega(e);
-          }
-          out << loss, dS, dm, htr, test, test_clean, loss, 0.0, 0.0;
-          sums.col(c) += out;
-          continue;
-        }
-        // Prox: warm start, else Ω; a second start from the label-matching logits where non-convex.
-        if (use_warm) for (int e = 0; e < K; ++e) start(e) = ws[e];
-        else start = omega;
-        ProxResult pr = prox_solve(L, channel_, beta_, Sigma, omega, Y, start, opt_.prox);
-        double switched = 0;
-        if (maybe_nonconvex && opt_.multistart && (multistart_all_ || i % 16 == 0)) {
-          KVec alt(K);
-          // One-hot labels have no finite matching logits: start from a large but finite margin.
-          const double floor_y = opt_.hardmax_labels ? 1e-4 : 1e-300;
-          for (int e = 0; e < K; ++e) {
-            const int ra = L.row(e), rb = L.col(e);
-            alt(e) = 0.5 * (std::log(std::max(Y(ra, rb), floor_y)) + std::log(std::max(Y(rb, ra), floor_y))) / beta_;
-          }
-          // Softmax rows are shift invariant: centre the start on Ω's mean so the quadratic is small.
-          alt.array() += (omega.mean() - alt.mean());
-          ProxResult p2 = prox_solve(L, channel_, beta_, Sigma, omega, Y, alt, opt_.prox);
-          if (p2.value < pr.value - 1e-12 * std::max(1.0, std::fabs(pr.value))) {
-            pr = p2;
-            switched = 1;
-          }
-        }
-        if (!pr.converged) ++unconverged;
-        for (int e = 0; e < K; ++e) ws[e] = pr.v(e);
-        // Envelope derivatives.
-        const KVec r = pr.v - omega;
-        double dS = 0, dm = 0, htr = 0;
-        Eigen::LDLT<KMat> ldlt(pr.hess);
-        KMat Hinv = ldlt.solve(KMat::Identity(K, K));
-        for (int e = 0; e < K; ++e) {
-          const double we = L.weight(e);
-          dS -= we * r(e) * r(e) / (4 * Sigma * Sigma);
-          dm += -D(e) * r(e) * std::sqrt(cvec(e)) * u[e];
-          htr += cvec(e) * (D(e) - D(e) * D(e) * Hinv(e, e));
-        }
-        out << pr.value, dS, dm, htr, test, test_clean, pr.loss, double(pr.iterations), switched;
-        sums.col(c) += out;
-      }
-    }
-  }
+  kernel.sigma_limit = Sigma < kSigmaLimit;
+  kernel.multistart_all = multistart_all_;
+  kernel.warm = warm_.data();
+  // Groups: the random shifts of the Sobol set, or consecutive blocks of i.i.d. Monte Carlo samples
+  // (the core's Monte Carlo set is one group; any partition of i.i.d. samples is as good).
+  const int G = set_.kind() == Sampling::sobol ? set_.groups() : opt_.groups;
+  const Eigen::MatrixXd gm = block_expectations(set_, kernel, term::count, G, opt_.threads);
   warm_valid_ = true;
-  // Group means (fixed order: bit-identical for any thread count), then hats per group.
-  Eigen::MatrixXd gm(kOut, G);
-  for (int g = 0; g < G; ++g)
-    gm.col(g) = sums.middleCols(g * chunks_per_group, chunks_per_group).rowwise().sum() / static_cast<double>(per_group);
+  // Hats per group (fixed order: bit-identical for any thread count).
   const Eigen::VectorXd mean = gm.rowwise().mean();
   auto hats = [&](const Eigen::VectorXd& v, double& dq, double& dmM) {
-    dq = 0.5 * v(3) * opt_.broken_dq_factor;
-    dmM = v(2) / std::sqrt(Q0_) - (m / Q0_) * v(3);
-    return Eigen::Vector3d(-4 * alpha * v(1), -2 * alpha * dmM, 4 * alpha * dq);
+    dq = 0.5 * v(term::hessian_trace) * opt_.broken_dq_factor;
+    dmM = v(term::d_m_pathwise) / std::sqrt(Q0_) - (m / Q0_) * v(term::hessian_trace);
+    return Eigen::Vector3d(-4 * alpha * v(term::d_sigma), -2 * alpha * dmM, 4 * alpha * dq);
   };
   SampleSideResult r;
-  r.M = mean(0);
-  r.dM_dSigma = mean(1);
+  r.M = mean(term::envelope);
+  r.dM_dSigma = mean(term::d_sigma);
   const Eigen::Vector3d h = hats(mean, r.dM_dq, r.dM_dm);
   r.qhat = h(0);
   r.mhat = h(1);
   r.Sigmahat = h(2);
-  r.test_error = mean(4);
-  r.test_error_clean = mean(5);
-  r.train_loss = mean(6);
-  r.mean_prox_iterations = mean(7);
-  r.multistart_switches = std::lround(mean(8) * static_cast<double>(set_.size()));
+  r.test_error = mean(term::test);
+  r.test_error_clean = mean(term::test_clean);
+  r.train_loss = mean(term::train);
+  r.mean_prox_iterations = mean(term::prox_iterations);
+  r.multistart_switches = std::lround(mean(term::switched) * static_cast<double>(set_.size()));
   if (r.multistart_switches > 0) multistart_all_ = true;
-  r.unconverged = unconverged;
+  r.unconverged = std::lround(mean(term::unconverged) * static_cast<double>(set_.size()));
   // Standard errors from the spread of the G group estimates.
   Eigen::MatrixXd gh(3, G);
   for (int g = 0; g < G; ++g) {
@@ -214,9 +240,9 @@ SampleSideResult SampleSide::evaluate(double alpha, double Sigma, double m, doub
     const Eigen::RowVectorXd d = gm.row(k).array() - mean(k);
     return std::sqrt(d.squaredNorm() / (double(G) * (G - 1)));
   };
-  r.se_test_error = se(4);
-  r.se_test_error_clean = se(5);
-  r.se_train_loss = se(6);
+  r.se_test_error = se(term::test);
+  r.se_test_error_clean = se(term::test_clean);
+  r.se_train_loss = se(term::train);
   return r;
 }
 

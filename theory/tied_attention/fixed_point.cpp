@@ -38,8 +38,8 @@ PriorSide::Out PriorSide::evaluate(double qhat, double mhat, double Sigmahat) co
   return o;
 }
 
-nlohmann::json FixedPointSummary::to_json() const {
-  return {{"solver", "damped fixed-point iteration with Anderson acceleration on (Sigma, m, q); sample side by "
+nlohmann::json CurveSolveSummary::to_json() const {
+  return {{"solver", "fixed-point iteration (" + method + ") on (Sigma, m, q); sample side by "
                      "common-random-number (Q)MC with Newton proximal steps"},
           {"points", points},
           {"converged_points", converged_points},
@@ -52,8 +52,10 @@ nlohmann::json FixedPointSummary::to_json() const {
           {"message", message}};
 }
 
-GeneralSolver::GeneralSolver(PriorSide prior, std::shared_ptr<SampleSide> sample, double Q0, FixedPointOptions options)
-    : prior_(std::move(prior)), sample_(std::move(sample)), Q0_(Q0), opt_(options) {}
+GeneralSolver::GeneralSolver(PriorSide prior, std::shared_ptr<SampleSide> sample, double Q0, GeneralSolverOptions options)
+    : prior_(std::move(prior)), sample_(std::move(sample)), Q0_(Q0), opt_(options) {
+  summary_.method = fixed_point_method_name(opt_.fixed_point.method);
+}
 
 Eigen::Vector3d GeneralSolver::map(double alpha, const Eigen::Vector3d& x, SampleSideResult* s, PriorSide::Out* p) {
   SampleSideResult sr = sample_->evaluate(alpha, x(0), x(1), x(2));
@@ -163,56 +165,17 @@ FixedPointState GeneralSolver::solve(double alpha, const Eigen::Vector3d& x0) {
   if (!valid(x, Q0_)) x = initial_guess(alpha);
   SampleSideResult s;
   PriorSide::Out p;
-  std::vector<Eigen::Vector3d> dX, dF;
-  Eigen::Vector3d x_prev, f_prev;
-  bool have_prev = false, converged = false;
-  double res = 0;
-  int it = 0;
+  FixedPointSummary fp;
   std::string msg;
   try {
-    for (; it < opt_.max_iter; ++it) {
-      const Eigen::Vector3d g = map(alpha, x, &s, &p);
-      const Eigen::Vector3d f = g - x;
-      res = f.cwiseAbs().maxCoeff() / std::max(1.0, x.cwiseAbs().maxCoeff());
-      if (!std::isfinite(res)) throw NumericalError("non-finite order parameters");
-      if (res <= opt_.tol) {
-        converged = true;
-        x = g;  // the last map value: consistent with s, p up to tol
-        break;
-      }
-      if (have_prev && opt_.anderson > 0) {
-        dX.push_back(x - x_prev);
-        dF.push_back(f - f_prev);
-        if (static_cast<int>(dX.size()) > opt_.anderson) {
-          dX.erase(dX.begin());
-          dF.erase(dF.begin());
-        }
-      }
-      x_prev = x;
-      f_prev = f;
-      have_prev = true;
-      Eigen::Vector3d xn = x + opt_.damping * f;
-      if (!dF.empty()) {
-        const auto mcols = static_cast<Eigen::Index>(dF.size());
-        Eigen::MatrixXd Fm(3, mcols), Xm(3, mcols);
-        for (Eigen::Index c = 0; c < mcols; ++c) {
-          Fm.col(c) = dF[static_cast<std::size_t>(c)];
-          Xm.col(c) = dX[static_cast<std::size_t>(c)];
-        }
-        const Eigen::VectorXd gam = Fm.completeOrthogonalDecomposition().solve(f);
-        const Eigen::Vector3d xa = x - Xm * gam + opt_.damping * (f - Fm * gam);
-        if (valid(xa, Q0_) && gam.cwiseAbs().maxCoeff() < 1e3) xn = xa;
-        else {
-          dX.clear();
-          dF.clear();
-        }
-      }
-      if (!valid(xn, Q0_)) xn = x + opt_.damping * f;  // convex combination of valid points
-      x = xn;
-    }
+    x = solve_fixed_point([&](const Eigen::VectorXd& y) -> Eigen::VectorXd { return map(alpha, y, &s, &p); }, x, opt_.fixed_point,
+                          fp, [&](const Eigen::VectorXd& y) { return valid(y, Q0_); });
   } catch (const NumericalError& e) {
     msg = e.what();
   }
+  const bool converged = fp.converged;
+  const double res = fp.residual;
+  const int it = fp.iterations;
   summary_.iterations += it;
   ++summary_.points;
   FixedPointState st;
@@ -223,7 +186,7 @@ FixedPointState GeneralSolver::solve(double alpha, const Eigen::Vector3d& x0) {
     st = make_state(alpha, x, s, p);
     st.converged = converged;
     st.residual = res;
-    if (!converged) st.message = "no convergence in " + std::to_string(opt_.max_iter) + " iterations (residual " + std::to_string(res) + ")";
+    if (!converged) st.message = fp.message;
     FixedPointErrors e;
     if (opt_.error_bars && converged) {
       try {

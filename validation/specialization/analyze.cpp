@@ -70,7 +70,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
     throw InputError("bias", "the stability analysis of the unspecialized phase needs exchangeable heads: give every head the same bias");
   const OrderParameterFlow flow(s, flow_options(p, ctx.threads));
   const Coordinates c = Coordinates::of(s);
-  FixedPointOptions fo;
+  PlateauOptions fo;
   fo.t_relax = p.real("t_relax");
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
@@ -105,7 +105,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
 
   RunOutput out;
   nlohmann::json st;
-  st["fixed_point"] = {{"M", matrix_json(fp.M)}, {"R", matrix_json(fp.R)}, {"solver", fp.summary.to_json()},
+  st["fixed_point"] = {{"M", matrix_json(fp.M)}, {"R", matrix_json(fp.R)}, {"solver", fp.solver_json()},
                        {"risk", flow.risk(fp.M, fp.R, fp.b).first}};
   st["fixed_point"]["b"] = std::vector<double>(fp.b.data(), fp.b.data() + fp.b.size());
   st["fixed_point"]["b_trained"] = s.train_bias;
@@ -309,9 +309,9 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
       Eigen::MatrixXd M, R;
       Eigen::VectorXd b;
       row_state(r, M, R, b);
-      FixedPointOptions po;
-      po.max_iterations = 30;
-      po.tolerance = 1e-9;
+      PlateauOptions po;
+      po.solver.max_iterations = 30;
+      po.solver.tolerance = 1e-9;
       const SymmetricFixedPoint sp = polish_fixed_point(flow, M, R, b, po);
       // A later stage is a fixed point with specialised heads (not the unspecialized one again).
       const Eigen::RowVectorXd mean_row = sp.M.colwise().mean();
@@ -329,7 +329,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
         if (m.eigenvalue.real() > 0) um.push_back({{"eigenvalue", m.eigenvalue.real()}, {"feature", m.feature}, {"kind", m.kind}});
       stages.push_back({{"t_plateau", tr.table.number(r, "t")},
                         {"speed_at_plateau", speed[r]},
-                        {"fixed_point", {{"M", matrix_json(sp.M)}, {"R", matrix_json(sp.R)}, {"solver", sp.summary.to_json()}}},
+                        {"fixed_point", {{"M", matrix_json(sp.M)}, {"R", matrix_json(sp.R)}, {"solver", sp.solver_json()}}},
                         {"eigenvalues", [&] {
                            std::vector<double> e;
                            for (const auto& m : sl.modes) e.push_back(m.eigenvalue.real());

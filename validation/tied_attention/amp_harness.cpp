@@ -158,7 +158,7 @@ Trajectory trajectory_of(const std::vector<const AmpRun*>& runs, int steps) {
     }
     for (auto [out, v] : {std::pair{&tr.mse, &mse}, {&tr.m, &m}, {&tr.q, &q}, {&tr.se_mse, &sv}, {&tr.diff_mse, &dmse},
                           {&tr.diff_m, &dm}})
-      out->push_back(stat_of(*v));
+      out->push_back(stats::mean_se(*v));
   }
   std::vector<double> it, conv, sec, spi, epi, vest;
   for (const AmpRun* r : runs) {
@@ -171,12 +171,12 @@ Trajectory trajectory_of(const std::vector<const AmpRun*>& runs, int steps) {
     vest.push_back(r->amp.last().v_estimate);
     tr.failed += r->ok ? 0 : 1;
   }
-  tr.iterations = stat_of(it);
-  tr.converged = stat_of(conv);
-  tr.seconds = stat_of(sec);
-  tr.seconds_per_iteration = stat_of(spi);
-  tr.eig_per_iteration = stat_of(epi);
-  tr.v_estimate = stat_of(vest);
+  tr.iterations = stats::mean_se(it);
+  tr.converged = stats::mean_se(conv);
+  tr.seconds = stats::mean_se(sec);
+  tr.seconds_per_iteration = stats::mean_se(spi);
+  tr.eig_per_iteration = stats::mean_se(epi);
+  tr.v_estimate = stats::mean_se(vest);
   return tr;
 }
 
@@ -446,7 +446,7 @@ RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
           se.push_back(df.se);
           for (double v : {sim.mean, sim.se, df.mean, df.se}) row.push_back(v);
         }
-        const Extrapolation e = extrapolate_inverse_d(dd, y, se);
+        const Extrapolation e = stats::extrapolate_inverse_size(dd, y, se);
         const double allowed = zc * e.a_se + floor * std::fabs(theory);
         const bool pass = std::fabs(e.a) <= allowed && failed_runs == 0;
         ++checks;

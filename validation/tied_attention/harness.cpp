@@ -125,10 +125,10 @@ TheoryCurve theory_curve(const Params& p, const std::vector<double>& alphas, std
   const Channel ch = channel_of(p) == "linear" ? Channel::linear : Channel::softmax;
   auto sample = std::make_shared<SampleSide>(T, ch, p.real("beta"), p.real("beta0"), c.Q0, p.real("noise"),
                                              sample_options(p, threads));
-  FixedPointOptions fo;
-  fo.damping = p.real("damping");
-  fo.tol = p.real("fp_tol");
-  fo.max_iter = static_cast<int>(p.integer("fp_max_iter"));
+  GeneralSolverOptions fo;
+  fo.fixed_point.damping = p.real("damping");
+  fo.fixed_point.tolerance = p.real("fp_tol");
+  fo.fixed_point.max_iterations = static_cast<int>(p.integer("fp_max_iter"));
   fo.error_bars = error_bars;
   GeneralSolver solver(prior, sample, c.Q0, fo);
   if (warm) {
@@ -357,20 +357,20 @@ std::vector<SimPoint> simulate(const Params& p, const std::vector<double>& alpha
       sp.converged /= ns;
       sp.seconds /= ns;
       sp.th_converged /= ns;
-      sp.mse = stat_of(mse);
-      sp.train_loss = stat_of(tl);
-      sp.test_error = stat_of(te);
-      sp.test_error_clean = stat_of(tc);
-      sp.rank = stat_of(rk);
-      sp.trace = stat_of(tr);
-      sp.th_mse = stat_of(tmse);
-      sp.th_train_loss = stat_of(ttl);
-      sp.th_rank = stat_of(trk);
-      sp.th_test_error = stat_of(tte);
-      sp.d_mse = stat_of(dmse);
-      sp.d_train_loss = stat_of(dtl);
-      sp.d_rank = stat_of(drk);
-      sp.d_test_error = stat_of(dte);
+      sp.mse = stats::mean_se(mse);
+      sp.train_loss = stats::mean_se(tl);
+      sp.test_error = stats::mean_se(te);
+      sp.test_error_clean = stats::mean_se(tc);
+      sp.rank = stats::mean_se(rk);
+      sp.trace = stats::mean_se(tr);
+      sp.th_mse = stats::mean_se(tmse);
+      sp.th_train_loss = stats::mean_se(ttl);
+      sp.th_rank = stats::mean_se(trk);
+      sp.th_test_error = stats::mean_se(tte);
+      sp.d_mse = stats::mean_se(dmse);
+      sp.d_train_loss = stats::mean_se(dtl);
+      sp.d_rank = stats::mean_se(drk);
+      sp.d_test_error = stats::mean_se(dte);
       out.push_back(std::move(sp));
     }
   return out;
@@ -486,8 +486,8 @@ Table simulate_lambda_compare(const Params& p, const std::vector<double>& alphas
         te.push_back(rec[j].test[k]);
         ms.push_back(rec[j].mse[k]);
       }
-      const Stat a = stat_of(te), b = stat_of(ms);
-      t.add_row({alphas[ia], double(d), std::string(kTrainings[k]), stat_of(lam).mean, a.mean, a.se, b.mean, b.se,
+      const Stat a = stats::mean_se(te), b = stats::mean_se(ms);
+      t.add_row({alphas[ia], double(d), std::string(kTrainings[k]), stats::mean_se(lam).mean, a.mean, a.se, b.mean, b.se,
                  double(te.size())});
     }
   return t;
@@ -581,62 +581,11 @@ std::shared_ptr<const TargetLaw> empirical_target(const Eigen::MatrixXd& S0) {
 BrokenTerms broken_terms(const Params& p) {
   BrokenTerms b;
   const std::string t = p.text("break_term");
-  b.ddelta_J = p.real("check_perturbation") * (t == "denoiser" ? 1.25 : 1.0);
-  b.dq_M = p.real("check_sample_perturbation") * (t == "channel" ? 1.5 : 1.0);
+  b.ddelta_J = t == "denoiser" ? 1.25 : 1.0;
+  b.dq_M = t == "channel" ? 1.5 : 1.0;
   b.shrinkage = t == "denoiser" ? 1.25 : 1.0;
   b.information = t == "channel" ? 1.25 : 1.0;
   return b;
-}
-
-Stat stat_of(const std::vector<double>& v) {
-  Stat s;
-  s.n = static_cast<int>(v.size());
-  if (v.empty()) return s;
-  for (double x : v) s.mean += x;
-  s.mean /= s.n;
-  if (s.n > 1) {
-    double ss = 0;
-    for (double x : v) ss += (x - s.mean) * (x - s.mean);
-    s.se = std::sqrt(ss / (s.n - 1) / s.n);
-  }
-  return s;
-}
-
-Extrapolation extrapolate_inverse_d(const std::vector<double>& d, const std::vector<double>& y, const std::vector<double>& se) {
-  Extrapolation e;
-  e.points = static_cast<int>(d.size());
-  if (d.size() == 1) {
-    e.a = y[0];
-    e.a_se = se[0];
-    return e;
-  }
-  // Minimise Σ w (y − a − b/d)², w = 1/se².
-  double S = 0, Sx = 0, Sxx = 0, Sy = 0, Sxy = 0;
-  for (std::size_t i = 0; i < d.size(); ++i) {
-    const double s = std::max(se[i], 1e-12 * (1 + std::fabs(y[i])));
-    const double w = 1 / (s * s), x = 1 / d[i];
-    S += w;
-    Sx += w * x;
-    Sxx += w * x * x;
-    Sy += w * y[i];
-    Sxy += w * x * y[i];
-  }
-  const double det = S * Sxx - Sx * Sx;
-  e.a = (Sxx * Sy - Sx * Sxy) / det;
-  e.b = (S * Sxy - Sx * Sy) / det;
-  e.a_se = std::sqrt(Sxx / det);
-  const int dof = static_cast<int>(d.size()) - 2;
-  if (dof >= 1) {
-    double chi2 = 0;
-    for (std::size_t i = 0; i < d.size(); ++i) {
-      const double s = std::max(se[i], 1e-12 * (1 + std::fabs(y[i])));
-      const double r = (y[i] - e.a - e.b / d[i]) / s;
-      chi2 += r * r;
-    }
-    e.chi2_dof = chi2 / dof;
-    if (e.chi2_dof > 1) e.a_se *= std::sqrt(e.chi2_dof);
-  }
-  return e;
 }
 
 RunOutput curve_command(const Params& p, RunContext& ctx) {
@@ -838,7 +787,7 @@ RunOutput validate_command(const Params& p, RunContext& ctx) {
         theory_ok = theory_ok && sp.th_converged == 1.0;
         for (double v : {st.mean, st.se, df.mean, df.se}) row.push_back(v);
       }
-      const Extrapolation e = extrapolate_inverse_d(dd, y, se);
+      const Extrapolation e = stats::extrapolate_inverse_size(dd, y, se);
       const double dev = std::fabs(e.a);
       const double allowed = zc * e.a_se + floor * std::fabs(o.theory);
       const bool pass = dev <= allowed && theory_ok;

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace hdat {
@@ -62,40 +64,61 @@ inline constexpr long kChunk = 256;  // samples per chunk: the unit of work and 
 void for_each_chunk(long n_chunks, int threads, const std::function<std::function<void(long)>()>& make_worker);
 }  // namespace detail
 
-/// E[f(z)] over the sample set. `kernel` is copied once per thread (so it may own scratch space) and
-/// called as kernel(const double* z, double* out) to write the out_dim values of f at one sample.
-/// threads <= 0: all cores.
+namespace detail {
+/// Calls the kernel at sample i: kernel(i, z, out) where it takes the sample's index (a kernel that
+/// keeps per-sample state, like a warm start), else kernel(z, out).
 template <class Kernel>
-Estimate expectation(const GaussianSampleSet& set, const Kernel& kernel, int out_dim, bool with_se = false,
-                     int threads = 0) {
-  const long per_group = set.group_size();
-  const long chunks_per_group = (per_group + detail::kChunk - 1) / detail::kChunk;
-  const long n_chunks = chunks_per_group * set.groups();
-  const bool rqmc = set.kind() == Sampling::sobol;
+void call_kernel(Kernel& kernel, long i, const double* z, double* out) {
+  if constexpr (std::is_invocable_v<Kernel&, long, const double*, double*>) kernel(i, z, out);
+  else kernel(z, out);
+}
+
+/// The sums of f over fixed chunks of `blocks` equal consecutive blocks of the set (chunks never
+/// straddle a block), one column per chunk; with `squares`, the sums of f² too.
+template <class Kernel>
+Eigen::MatrixXd chunk_sums(const GaussianSampleSet& set, const Kernel& kernel, int out_dim, int blocks, int threads,
+                           Eigen::MatrixXd* squares = nullptr) {
+  const long per_block = set.size() / blocks;
+  const long chunks_per_block = (per_block + kChunk - 1) / kChunk;
+  const long n_chunks = chunks_per_block * blocks;
   Eigen::MatrixXd sums = Eigen::MatrixXd::Zero(out_dim, n_chunks);
-  Eigen::MatrixXd sqs = (with_se && !rqmc) ? Eigen::MatrixXd::Zero(out_dim, n_chunks) : Eigen::MatrixXd();
-  detail::for_each_chunk(n_chunks, threads, [&]() -> std::function<void(long)> {
+  if (squares) *squares = Eigen::MatrixXd::Zero(out_dim, n_chunks);
+  for_each_chunk(n_chunks, threads, [&]() -> std::function<void(long)> {
     auto k = std::make_shared<Kernel>(kernel);
     auto v = std::make_shared<Eigen::VectorXd>(out_dim);
     return [&, k, v](long c) {
-      const long g = c / chunks_per_group, j = c % chunks_per_group;
-      const long begin = g * per_group + j * detail::kChunk;
-      const long end = std::min(begin + detail::kChunk, (g + 1) * per_group);
+      const long b = c / chunks_per_block, j = c % chunks_per_block;
+      const long begin = b * per_block + j * kChunk;
+      const long end = std::min(begin + kChunk, (b + 1) * per_block);
       for (long i = begin; i < end; ++i) {
-        (*k)(set.sample(i), v->data());
+        call_kernel(*k, i, set.sample(i), v->data());
         sums.col(c) += *v;
-        if (with_se && !rqmc) sqs.col(c) += v->cwiseProduct(*v);
+        if (squares) squares->col(c) += v->cwiseProduct(*v);
       }
     };
   });
+  return sums;
+}
+
+/// Means of the chunk sums per block (blocks x chunks_per_block columns, in order).
+Eigen::MatrixXd block_means_of(const Eigen::MatrixXd& sums, int blocks, long per_block);
+}  // namespace detail
+
+/// E[f(z)] over the sample set. `kernel` is copied once per thread (so it may own scratch space) and
+/// called as kernel(const double* z, double* out), or kernel(long i, const double* z, double* out)
+/// with the sample's index, to write the out_dim values of f at one sample. threads <= 0: all cores.
+template <class Kernel>
+Estimate expectation(const GaussianSampleSet& set, const Kernel& kernel, int out_dim, bool with_se = false,
+                     int threads = 0) {
+  const bool rqmc = set.kind() == Sampling::sobol;
+  Eigen::MatrixXd sqs;
+  const Eigen::MatrixXd sums = detail::chunk_sums(set, kernel, out_dim, set.groups(), threads, (with_se && !rqmc) ? &sqs : nullptr);
   Estimate est;
-  const long used = per_group * set.groups();
+  const long used = set.group_size() * set.groups();
   est.mean = sums.rowwise().sum() / static_cast<double>(used);
   if (with_se) {
     if (rqmc) {
-      Eigen::MatrixXd gm(out_dim, set.groups());
-      for (int g = 0; g < set.groups(); ++g)
-        gm.col(g) = sums.middleCols(g * chunks_per_group, chunks_per_group).rowwise().sum() / static_cast<double>(per_group);
+      const Eigen::MatrixXd gm = detail::block_means_of(sums, set.groups(), set.group_size());
       const int G = set.groups();
       Eigen::VectorXd var = ((gm.colwise() - est.mean).array().square().rowwise().sum() / std::max(1, G - 1)).matrix();
       est.se = (var.array() / G).sqrt().matrix();
@@ -106,6 +129,18 @@ Estimate expectation(const GaussianSampleSet& set, const Kernel& kernel, int out
     }
   }
   return est;
+}
+
+/// E[f(z)] on each of `blocks` consecutive equal blocks of the set: one column of means per block
+/// (blocks must divide a Sobol set into its random shifts, i.e. equal set.groups(); a Monte Carlo
+/// set may be cut into any number of blocks of i.i.d. samples). This is what a NONLINEAR function of
+/// several expectations needs for its standard error: the spread of the function over the blocks.
+/// Bit-identical for any thread count, like expectation().
+template <class Kernel>
+Eigen::MatrixXd block_expectations(const GaussianSampleSet& set, const Kernel& kernel, int out_dim, int blocks, int threads = 0) {
+  if (blocks < 1 || set.size() % blocks != 0 || (set.kind() == Sampling::sobol && blocks != set.groups()))
+    throw std::invalid_argument("block_expectations: blocks must split the sample set into its groups");
+  return detail::block_means_of(detail::chunk_sums(set, kernel, out_dim, blocks, threads), blocks, set.size() / blocks);
 }
 
 }  // namespace hdat

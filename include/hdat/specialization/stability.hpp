@@ -7,9 +7,11 @@
 // t_esc(D) ≈ t_0 + log(D) / (2 λ_max).
 #include <Eigen/Dense>
 #include <complex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "hdat/core/fixed_point.hpp"
 #include "hdat/specialization/ode.hpp"
 
 namespace hdat::specialization {
@@ -28,24 +30,19 @@ struct Coordinates {
   std::string name(int k) const;  ///< "M_h_f", "R_h_k" or "b_h"
 };
 
-struct FixedPointOptions {
+/// How a plateau (a fixed point of the flow) is found: relaxation along the symmetric flow, then the
+/// core's Newton solver on dx/dt = 0 (absolute residual |dx/dt|_inf).
+struct PlateauOptions {
   double t_relax = 200.0;     ///< integrate the symmetric flow this long before polishing (0: start Newton at once)
-  int max_iterations = 50;
-  double tolerance = 1e-10;   ///< on |f|_inf of the reduced right-hand side
-  double fd_step = 1e-5;      ///< finite-difference step for the reduced Jacobian
-};
-
-struct FixedPointSummary {
-  bool converged = false;
-  int iterations = 0;
-  double residual = 0;        ///< |dx/dt|_inf of the full flow at the result
-  double relax_time = 0;
-  long rhs_calls = 0;
-  double wall_seconds = 0;
-  std::vector<double> residual_history;
-  std::string message;
-  nlohmann::json to_json() const;
-  std::string brief() const;
+  FixedPointOptions solver = [] {
+    FixedPointOptions o;
+    o.method = FixedPointMethod::newton;
+    o.max_iterations = 50;
+    o.tolerance = 1e-10;
+    o.relative = false;
+    o.jacobian_step = 1e-5;
+    return o;
+  }();
 };
 
 /// The unspecialized fixed point: M_h = m for every head, R = r_d I + r_o (11ᵀ − I), b_h = β (with a
@@ -53,14 +50,16 @@ struct FixedPointSummary {
 struct SymmetricFixedPoint {
   Eigen::MatrixXd M, R;
   Eigen::VectorXd b;
-  FixedPointSummary summary;
+  FixedPointSummary summary;  ///< residual: |dx/dt|_inf of the FULL flow at the result; evaluations include the relaxation's
+  double relax_time = 0;
+  nlohmann::json solver_json() const;  ///< the summary with relax_time
 };
-SymmetricFixedPoint symmetric_fixed_point(const OrderParameterFlow& flow, const FixedPointOptions& options,
+SymmetricFixedPoint symmetric_fixed_point(const OrderParameterFlow& flow, const PlateauOptions& options,
                                           const Eigen::MatrixXd* M_start = nullptr, const Eigen::MatrixXd* R_start = nullptr);
 
 /// Damped Newton on the full flow from a nearby state (for later plateaus).
 SymmetricFixedPoint polish_fixed_point(const OrderParameterFlow& flow, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
-                                       const Eigen::VectorXd& b, const FixedPointOptions& options);
+                                       const Eigen::VectorXd& b, const PlateauOptions& options);
 
 /// A mode of a linearisation, classified.
 struct Mode {

@@ -3,7 +3,7 @@
 //   sample side  (q̂, m̂, Σ̂) = S(x)       (SampleSide: softmax or linear channel, by sampling)
 //   prior side   x = P(q̂, m̂, Σ̂)        (η = m̂/Σ̂, δ = √q̂/m̂, t = 2λ̃/m̂:
 //                                         q = η² J, m = η[J − (δ ∂_δJ + t ∂_tJ)/2], Σ = ∂_δJ/(2Σ̂δ))
-// solved by damped iteration with Anderson acceleration (x ← P(S(x))), warm started along α.
+// solved by the core fixed-point solver (Anderson by default; x ← P(S(x))), warm started along α.
 // Standard errors of the order parameters propagate the sample side's covariance through the
 // linearised map: δx = (I − P'S')⁻¹ P' δh (P' and S' by finite differences, common random numbers).
 // The prior can be the trace penalty on S ⪰ 0 (factorised/convex training) or a Frobenius penalty
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "hdat/core/fixed_point.hpp"
 #include "hdat/tied_attention/channel.hpp"
 #include "hdat/tied_attention/state.hpp"
 
@@ -35,16 +36,17 @@ struct PriorSide {
   Out evaluate(double qhat, double mhat, double Sigmahat) const;
 };
 
-struct FixedPointOptions {
-  double damping = 0.5;   ///< x ← x + damping (P(S(x)) − x) when Anderson is off or rejected
-  double tol = 1e-7;      ///< max |P(S(x)) − x| relative to max(1, |x|)
-  int max_iter = 400;
-  int anderson = 4;       ///< memory of Anderson acceleration (0: plain damped iteration)
+/// The general solver's settings: the core fixed-point solver's (Anderson from the previous point of
+/// the curve by default) and whether to propagate the sample side's errors.
+struct GeneralSolverOptions {
+  FixedPointOptions fixed_point;
   bool error_bars = true; ///< propagate the sample side's standard errors to the order parameters
 };
 
-struct FixedPointSummary {
+/// What the solver did over the points of a curve.
+struct CurveSolveSummary {
   int points = 0, converged_points = 0;
+  std::string method;           ///< the core solver's method
   long sample_evaluations = 0;  ///< passes over the sample set
   long iterations = 0;
   double wall_seconds = 0;
@@ -61,7 +63,7 @@ struct FixedPointErrors {
 
 class GeneralSolver {
  public:
-  GeneralSolver(PriorSide prior, std::shared_ptr<SampleSide> sample, double Q0, FixedPointOptions options = {});
+  GeneralSolver(PriorSide prior, std::shared_ptr<SampleSide> sample, double Q0, GeneralSolverOptions options = {});
 
   /// Fixed points at the requested α (in the given order; each warm started from the previous).
   std::vector<FixedPointState> curve(const std::vector<double>& alphas);
@@ -69,7 +71,7 @@ class GeneralSolver {
   FixedPointState solve(double alpha, const Eigen::Vector3d& x0);
 
   const std::vector<FixedPointErrors>& errors() const { return errors_; }
-  const FixedPointSummary& summary() const { return summary_; }
+  const CurveSolveSummary& summary() const { return summary_; }
   /// An initial guess: the linear-channel closed form at α_eff = α (T² + T − 2)/2 rescaled.
   Eigen::Vector3d initial_guess(double alpha) const;
 
@@ -81,8 +83,8 @@ class GeneralSolver {
   PriorSide prior_;
   std::shared_ptr<SampleSide> sample_;
   double Q0_;
-  FixedPointOptions opt_;
-  FixedPointSummary summary_;
+  GeneralSolverOptions opt_;
+  CurveSolveSummary summary_;
   std::vector<FixedPointErrors> errors_;
 };
 

@@ -4,25 +4,15 @@
 #include <vector>
 
 #include "hdat/core/registry.hpp"
+#include "hdat/core/statistics.hpp"
 #include "hdat/tied_attention/attention_erm.hpp"
 #include "hdat/tied_attention/target.hpp"
 
 namespace hdat::tied {
 
-/// Mean and standard error over seeds.
-struct Stat {
-  double mean = 0, se = 0;
-  int n = 0;
-};
-Stat stat_of(const std::vector<double>& values);
-
-/// Weighted least squares y = a + b/d (weights 1/se²); se(a) inflated by √(χ²/dof) when dof >= 1
-/// and χ²/dof > 1. With one d: a = y.
-struct Extrapolation {
-  double a = 0, a_se = 0, b = 0, chi2_dof = 0;
-  int points = 0;
-};
-Extrapolation extrapolate_inverse_d(const std::vector<double>& d, const std::vector<double>& y, const std::vector<double>& se);
+/// Mean and standard error over seeds; the weighted y = a + b/d fit (the core's, hdat/core/statistics.hpp).
+using Stat = stats::MeanSe;
+using Extrapolation = stats::InverseSizeFit;
 
 /// The teacher and the attention model of the configuration at dimension d (shared by ERM and AMP,
 /// so that both see the same data for the same seed).

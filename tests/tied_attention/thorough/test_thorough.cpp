@@ -17,7 +17,7 @@ TEST_CASE("thorough: T = 1, convex ERM at d = 60, 100, 140 with 8 seeds agrees; 
   const Params p = resolve(param_set(), base, {});
   RunContext ctx = quiet_context();
   CHECK(validate_command(p, ctx).exit_code == 0);
-  CHECK(validate_command(p.with({{"check_perturbation", 1.25}}), ctx).exit_code == 1);
+  CHECK(validate_command(p.with({{"break_term", "denoiser"}}), ctx).exit_code == 1);
 }
 
 TEST_CASE("thorough: T = 2 softmax channel, factorised ERM at d = 60, 80, 100 with 6 seeds agrees; a wrong d_q M fails") {
@@ -26,7 +26,7 @@ TEST_CASE("thorough: T = 2 softmax channel, factorised ERM at d = 60, 80, 100 wi
   const Params p = resolve(param_set(), base, {});
   RunContext ctx = quiet_context();
   CHECK(validate_command(p, ctx).exit_code == 0);
-  CHECK(validate_command(p.with({{"check_sample_perturbation", 1.5}}), ctx).exit_code == 1);
+  CHECK(validate_command(p.with({{"break_term", "channel"}}), ctx).exit_code == 1);
 }
 
 // AMP against its state evolution at d = 50-200 (amp_prior=oracle: each run paired with the SE at
