@@ -7,6 +7,14 @@
 
 namespace hdat::tied {
 
+namespace {
+// Where the keys of the sampled channel and of the iterative solver apply.
+constexpr const char* kSampledChannel = "the channel is sampled: softmax or hardmax (the default for T >= 2)";
+bool sampled_channel(const Params& q) { return channel_of(q) != "linear"; }
+constexpr const char* kIteratedTheory = "the theory is solved by iteration: a sampled channel (T >= 2 by default), or training=direct";
+bool iterated_theory(const Params& q) { return sampled_channel(q) || q.text("training") == "direct"; }
+}  // namespace
+
 const ParamSet& param_set() {
   static const ParamSet set = [] {
     ParamSet p;
@@ -17,9 +25,12 @@ const ParamSet& param_set() {
         .real("lambda", 1.0, "lambda-tilde: trace penalty d*lambda*Tr S (= weight decay lambda/sqrt(kappa) on W); "
                              "training=direct: Frobenius penalty d*lambda*Tr S^2", Range::positive())
         .real("beta", 1.0, "student softmax inverse temperature", Range::positive())
+        .when(kSampledChannel, sampled_channel, {"channel", "T"})
         .real("beta0", 1.0, "target softmax inverse temperature", Range::positive())
+        .when("the channel is softmax (labels sigma_beta0; the default for T >= 2)", [](const Params& q) { return channel_of(q) == "softmax"; }, {"channel", "T"})
         .choice("target", "wishart", {"wishart", "powerlaw"}, "target spectrum: W0 W0^T/sqrt(p0 d), or s_i ~ i^-gamma (finite d)")
         .real("gamma", 1.0, "power-law exponent of the target eigenvalues (> 1/2)", Range{0.5, std::nullopt, true, false})
+        .when_in("target", {"powerlaw"})
         .real("Q0", nullptr, "Tr S0^2/d of the target (unset: 1 + kappa0)", Range::positive())
         .choice("task", "seq2lab", {"seq2lab", "seq2seq"}, "labels sigma(h) (T x T) or sigma(h) X (T x d, loss divided by d)")
         .any("alphas", "0.02:0.6:30", "sample ratios n/d^2: a list, \"start:stop:count\" or \"log:start:stop:count\"")
@@ -37,12 +48,17 @@ const ParamSet& param_set() {
         .choice("amp_prior", "law", {"law", "oracle"},
                 "AMP's RIE denoiser: law (the target family's spectral law: sqrt(kappa0) MP, or the finite-d power law) | "
                 "oracle (the sampled target's own spectrum; the state evolution is then paired per seed)")
+        .when_in("estimator", {"amp"})
         .integer("amp_max_iter", 60, "AMP iterations at most (also the length of the compared trajectories)", Range::between(1, 10000))
+        .when_in("estimator", {"amp"})
         .real("amp_tol", 1e-5, "AMP stops when |S_t+1 - S_t|_F <= amp_tol |S_t+1|_F", Range::open_between(0, 1))
+        .when_in("estimator", {"amp"})
         .real("amp_damping", 1.0, "AMP damping theta in (0, 1] (1: none; the per-iteration state evolution is exact only "
                                   "without damping)", Range{0.0, 1.0, true, false})
+        .when_in("estimator", {"amp"})
         .integer("se_samples", 16384, "QMC points of the hardmax channel's Bayes update (state evolution)",
                  Range::between(1024, 1 << 24))
+        .when("the channel is hardmax", [](const Params& q) { return channel_of(q) == "hardmax"; }, {"channel"})
         .choice("break_term", "none", {"none", "denoiser", "channel"},
                 "test only: break one term of the theory (denoiser: the prior side, d_delta J x 1.25 for ERM and the RIE "
                 "MMSE's shrinkage x 1.25 for the state evolution; channel: the sample side, d_q M x 1.5 for ERM (T >= 2) "
@@ -56,23 +72,24 @@ const ParamSet& param_set() {
                   Range::between(4, 4096))
         .real("quad_tol", 1e-11, "relative tolerance of the spectral quadratures", Range::open_between(0, 1e-2))
         .integer("mc_samples", 32768, "Gaussian samples of the softmax-channel expectations (T >= 2)", Range::between(256, 1 << 24))
+        .when(kSampledChannel, sampled_channel, {"channel", "T"})
         .choice("sampling", "sobol", {"sobol", "mc"}, "samples of the softmax channel: randomised Sobol (QMC) or Monte Carlo")
+        .when(kSampledChannel, sampled_channel, {"channel", "T"})
         .integer("mc_seed", 1, "seed of the theory's sample set (common random numbers)", Range::at_least(0))
+        .when(kSampledChannel, sampled_channel, {"channel", "T"})
         .real("damping", 0.5, "damping of the fixed-point iteration (T >= 2)", Range::open_between(0, 1))
+        .when(kIteratedTheory, iterated_theory, {"channel", "T", "training"})
         .real("fp_tol", 1e-7, "tolerance on the order parameters (T >= 2)", Range::open_between(0, 1e-2))
+        .when(kIteratedTheory, iterated_theory, {"channel", "T", "training"})
         .integer("fp_max_iter", 400, "iterations of the fixed-point solver (T >= 2)", Range::between(1, 100000))
+        .when(kIteratedTheory, iterated_theory, {"channel", "T", "training"})
         .real("erm_tol", 1e-9, "relative tolerance of the finite-d training", Range::open_between(0, 1e-2))
         .integer("erm_max_iter", 20000, "iterations of the finite-d training", Range::between(1, 10000000))
         .integer("test_samples", 20000, "fresh sequences for the simulated test error (T >= 2)", Range::between(100, 10000000))
+        .when("T >= 2 (at T = 1 the test error is exact)", [](const Params& q) { return q.integer("T") >= 2; }, {"T"})
         .real("z_crit", 3.0, "validate: allowed deviation in standard errors of the d -> infinity extrapolation", Range::positive())
         .real("rel_floor", 0.01, "validate: tolerance floor relative to the theory value (model error of the 1/d fit)",
-              Range::nonnegative())
-        .real("check_sample_perturbation", 1.0,
-              "multiplies the d_q M term of the sample side (softmax channel; 1 = correct); validate must then disagree",
-              Range::positive())
-        .real("check_perturbation", 1.0,
-              "multiplies the d_delta J term of the theory (1 = the correct equations); validate must then disagree: "
-              "the check of the check", Range::positive());
+              Range::nonnegative());
     return p;
   }();
   return set;
