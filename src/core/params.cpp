@@ -138,7 +138,7 @@ std::vector<std::string> ParamSet::keys() const {
 namespace {
 
 std::string shown(const json& v) {
-  std::string s = v.dump();
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);  // a message never fails on bad bytes
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
 }
@@ -295,12 +295,25 @@ void check_conditions(const Params& p) {
   }
 }
 
+namespace {
+bool is_utf8(const std::string& text) {
+  try {
+    (void)json(text).dump();
+    return true;
+  } catch (const json::type_error&) {
+    return false;
+  }
+}
+}  // namespace
+
 std::pair<std::string, json> parse_assignment(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
     throw InputError("", "--set expects key=value, got '" + text + "'");
   std::string key = text.substr(0, eq);
   std::string val = text.substr(eq + 1);
+  // Everything hdat writes (run.json, messages) is JSON text: bytes that are not UTF-8 are refused here.
+  if (!is_utf8(text)) throw InputError(is_utf8(key) ? key : "", "--set: the assignment is not valid UTF-8 text");
   json v = json::parse(val, nullptr, /*allow_exceptions=*/false);
   if (v.is_discarded()) v = json(val);
   return {key, v};

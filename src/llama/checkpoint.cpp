@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "hdat/core/error.hpp"
 
@@ -60,7 +61,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& path, const std::string&
   c.n_heads = h[3];
   c.n_kv_heads = h[4];
   c.shared_classifier = h[5] > 0;
-  c.vocab_size = h[5] > 0 ? h[5] : -h[5];
+  // A negative vocabulary size flags an unshared classifier; INT32_MIN has no positive counterpart.
+  c.vocab_size = h[5] > 0 ? h[5] : h[5] == std::numeric_limits<std::int32_t>::min() ? 0 : -h[5];
   c.seq_len = h[6];
   const bool sane = c.dim > 0 && c.hidden_dim > 0 && c.n_layers > 0 && c.n_heads > 0 && c.n_kv_heads > 0 &&
                     c.vocab_size > 0 && c.seq_len > 0 && c.dim % c.n_heads == 0 && c.n_heads % c.n_kv_heads == 0 &&

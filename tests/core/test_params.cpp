@@ -58,3 +58,12 @@ TEST_CASE("a Params outlives the ParamSet it was resolved from (resolve keeps it
   CHECK(q.real("eta") == 0.25);
   CHECK(message_of([&] { (void)q.with({{"eta", -1.0}}); }).find("eta") != std::string::npos);
 }
+
+TEST_CASE("an assignment that is not UTF-8 is an input error naming the key (found by fuzz_config)") {
+  // A value with a stray byte 0xBA used to reach the range check, whose message dumps the value as
+  // JSON: nlohmann::json threw type_error 316 there, an exception no caller expects (not exit 2).
+  CHECK(message_of([] { parse_assignment("heads=\xba" "2"); }).find("'heads'") != std::string::npos);
+  CHECK(message_of([] { parse_assignment("heads=\xba" "2"); }).find("UTF-8") != std::string::npos);
+  CHECK(message_of([] { parse_assignment("he\xff" "ads=2"); }).find("UTF-8") != std::string::npos);
+  CHECK(parse_assignment("label=caf\xc3\xa9").second.get<std::string>() == "caf\xc3\xa9");  // valid UTF-8 passes
+}
