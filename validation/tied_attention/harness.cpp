@@ -13,6 +13,7 @@
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/progress.hpp"
+#include "hdat/core/random.hpp"
 #include "hdat/tied_attention/amp_harness.hpp"
 #include "hdat/tied_attention/fixed_point.hpp"
 #include "hdat/tied_attention/linear_t1.hpp"
@@ -562,7 +563,9 @@ AttentionSpec attention_spec(const Params& p, int d, double noise) {
   return as;
 }
 
-std::uint64_t run_replica(int d, std::size_t alpha_index) { return static_cast<std::uint64_t>(d) * 100003ULL + alpha_index; }
+std::uint64_t run_replica(int d, std::size_t alpha_index) {
+  return rng::stream_seed(static_cast<std::uint64_t>(d), alpha_index, rng::run_coordinates);
+}
 
 std::shared_ptr<const TargetLaw> target_law_at(const Params& p, int d) {
   if (p.text("target") == "wishart") return make_target_law(p);

@@ -37,6 +37,8 @@ enum Stream : std::uint64_t {
   drift_check = 7,
   flow_samples = 11,   ///< the specialization ODE's sample set
   bayes_samples = 12,  ///< the specialization Bayes risk's sample set
+  run_coordinates = 13,  ///< a run's replica from its coordinates (dimension, index of the control value)
+  power_iteration = 14,  ///< start vectors of power iterations (operator norms)
   user = 100,
 };
 
