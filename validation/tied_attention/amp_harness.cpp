@@ -8,6 +8,7 @@
 #include <map>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/finite_size_check.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/progress.hpp"
@@ -418,14 +419,8 @@ RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
 
   // Per α, compared iteration and observable: the mean difference AMP − SE (per seed with
   // amp_prior=oracle) extrapolated to d → ∞ must vanish.
-  std::vector<std::string> cols = {"alpha", "iteration", "observable", "theory"};
-  for (int d : dims)
-    for (const char* c : {"sim_d", "se_d", "diff_d", "diff_se_d"}) cols.push_back(fmt::format("{}{}", c, d));
-  for (const char* c : {"extrapolated_diff", "extrapolated_se", "allowed", "pass"}) cols.push_back(c);
-  Table vt(cols);
-  int checks = 0, failures = 0, failed_runs = 0;
-  double worst_ratio = 0;
-  json worst = json::object();
+  InverseSizeCheck check({"alpha", "iteration", "observable"}, dims, {zc, floor});
+  int failed_runs = 0;
   for (const auto& [key, g] : tr) failed_runs += g.failed;
   for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
     const Trajectory& ref = tr.at({ia, dims.back()});
@@ -435,50 +430,25 @@ RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
         const bool is_mse = std::string(obs) == "mse";
         const auto i = static_cast<std::size_t>(t);
         const double theory = is_mse ? ref.se_mse[i].mean : Q0 - ref.se_mse[i].mean;
-        std::vector<Cell> row = {alphas[ia], double(t), std::string(obs), theory};
-        std::vector<double> dd, y, se;
+        std::vector<SizeMeasurement> per_dim;
         for (int d : dims) {
           const Trajectory& g = tr.at({ia, d});
-          const Stat& sim = is_mse ? g.mse[i] : g.m[i];
-          const Stat& df = is_mse ? g.diff_mse[i] : g.diff_m[i];
-          dd.push_back(d);
-          y.push_back(df.mean);
-          se.push_back(df.se);
-          for (double v : {sim.mean, sim.se, df.mean, df.se}) row.push_back(v);
+          per_dim.push_back({is_mse ? g.mse[i] : g.m[i], is_mse ? g.diff_mse[i] : g.diff_m[i]});
         }
-        const Extrapolation e = stats::extrapolate_inverse_size(dd, y, se);
-        const double allowed = zc * e.a_se + floor * std::fabs(theory);
-        const bool pass = std::fabs(e.a) <= allowed && failed_runs == 0;
-        ++checks;
-        failures += pass ? 0 : 1;
-        const double ratio = std::fabs(e.a) / std::max(allowed, 1e-300);
-        if (ratio > worst_ratio) {
-          worst_ratio = ratio;
-          worst = {{"alpha", alphas[ia]}, {"iteration", t}, {"observable", obs}, {"theory", theory},
-                   {"extrapolated_diff", e.a}, {"extrapolated_se", e.a_se}, {"allowed", allowed}};
-        }
-        for (double v : {e.a, e.a_se, allowed, pass ? 1.0 : 0.0}) row.push_back(v);
-        vt.add_row(row);
+        check.add({alphas[ia], double(t), std::string(obs)}, theory, per_dim, failed_runs == 0);
       }
     }
   }
-  out.tables["validate.csv"] = vt;
-  out.info["verdict"] = {{"checks", checks},
-                         {"failures", failures},
-                         {"failed_runs", failed_runs},
-                         {"criterion", fmt::format("|a| <= {} * se(a) + {} * |theory| at each compared iteration, where a "
-                                                   "is the d -> infinity intercept of a weighted fit a + b/d of the mean "
-                                                   "difference AMP - state evolution over dims; no AMP run failed",
-                                                   zc, floor)},
-                         {"worst", worst},
-                         {"worst_ratio", worst_ratio}};
+  out.tables["validate.csv"] = check.table();
+  out.info["verdict"] = check.verdict("the mean difference AMP - state evolution, at each compared iteration; no AMP run failed");
+  out.info["verdict"]["failed_runs"] = failed_runs;
   out.info["dims"] = dims;
   out.info["seeds"] = seeds;
-  out.exit_code = failures ? 1 : 0;
+  out.exit_code = check.agree() ? 0 : 1;
   out.summary = fmt::format("tied-attention validate (AMP vs state evolution, T = {}, {} channel, prior {}): {} of {} "
                             "checks pass -> {}",
-                            p.integer("T"), bayes_channel_name(bayes_channel_of(p)), p.text("amp_prior"), checks - failures,
-                            checks, failures ? "DISAGREE" : "agree");
+                            p.integer("T"), bayes_channel_name(bayes_channel_of(p)), p.text("amp_prior"),
+                            check.checks() - check.failures(), check.checks(), check.agree() ? "agree" : "DISAGREE");
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/finite_size_check.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/progress.hpp"
@@ -754,14 +755,7 @@ RunOutput validate_command(const Params& p, RunContext& ctx) {
 
   // Per α and observable: the paired difference (simulation − theory at the seed's own target
   // spectrum) extrapolated to d → ∞ must vanish. Pairing removes the teacher's fluctuations.
-  std::vector<std::string> cols = {"alpha", "observable", "theory"};
-  for (int d : dims)
-    for (const char* c : {"sim_d", "se_d", "paired_diff_d", "paired_se_d"}) cols.push_back(fmt::format("{}{}", c, d));
-  for (const char* c : {"extrapolated_diff", "extrapolated_se", "allowed", "pass"}) cols.push_back(c);
-  Table vt(cols);
-  int failures = 0, checks = 0;
-  json worst = json::object();
-  double worst_ratio = 0;
+  InverseSizeCheck check({"alpha", "observable"}, dims, {zc, floor}, {"paired_diff", "paired_se"});
   for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
     const FixedPointState& s = th.states[ia];
     struct Obs {
@@ -776,37 +770,20 @@ RunOutput validate_command(const Params& p, RunContext& ctx) {
     if (T >= 2) obs.insert(obs.begin(), {"test_error", s.test_error, &SimPoint::test_error, &SimPoint::d_test_error});
     if (training == "direct") obs.pop_back();  // the Frobenius estimator is full rank
     for (const auto& o : obs) {
-      std::vector<double> dd, y, se;
-      std::vector<Cell> row = {alphas[ia], std::string(o.name), o.theory};
+      std::vector<SizeMeasurement> per_dim;
       bool theory_ok = s.converged;
       for (const auto& sp : pts) {
         if (sp.alpha != alphas[ia]) continue;
-        const Stat& st = sp.*(o.sim);
         const Stat& df = sp.*(o.diff);
-        dd.push_back(sp.d);
-        y.push_back(df.mean);
         // Rank is quantised in steps of 1/d: never trust a standard error below that resolution.
-        se.push_back(std::string(o.name) == "rank" ? std::max(df.se, 1.0 / (sp.d * std::sqrt(12.0 * df.n))) : df.se);
+        const double fit_se = std::string(o.name) == "rank" ? std::max(df.se, 1.0 / (sp.d * std::sqrt(12.0 * df.n))) : df.se;
+        per_dim.push_back({sp.*(o.sim), df, fit_se});
         theory_ok = theory_ok && sp.th_converged == 1.0;
-        for (double v : {st.mean, st.se, df.mean, df.se}) row.push_back(v);
       }
-      const Extrapolation e = stats::extrapolate_inverse_size(dd, y, se);
-      const double dev = std::fabs(e.a);
-      const double allowed = zc * e.a_se + floor * std::fabs(o.theory);
-      const bool pass = dev <= allowed && theory_ok;
-      ++checks;
-      if (!pass) ++failures;
-      const double ratio = dev / std::max(allowed, 1e-300);
-      if (ratio > worst_ratio) {
-        worst_ratio = ratio;
-        worst = {{"alpha", alphas[ia]}, {"observable", o.name}, {"theory", o.theory}, {"extrapolated_diff", e.a},
-                 {"extrapolated_se", e.a_se}, {"allowed", allowed}};
-      }
-      for (auto v : {e.a, e.a_se, allowed, pass ? 1.0 : 0.0}) row.push_back(v);
-      vt.add_row(row);
+      check.add({alphas[ia], std::string(o.name)}, o.theory, per_dim, theory_ok);
     }
   }
-  out.tables["validate.csv"] = vt;
+  out.tables["validate.csv"] = check.table();
 
   // Eigenvalue histogram of the learned S (largest d, pooled seeds) against the predicted law, at
   // the α of `spectrum` or the middle of the grid.
@@ -858,19 +835,14 @@ RunOutput validate_command(const Params& p, RunContext& ctx) {
                              {"max_abs_difference", maxdiff}};
   }
 
-  out.info["verdict"] = {{"checks", checks},
-                         {"failures", failures},
-                         {"criterion", fmt::format("|a| <= {} * se(a) + {} * |theory|, where a is the d -> infinity "
-                                                   "intercept of a weighted fit a + b/d over dims of the mean paired "
-                                                   "difference (simulation - theory at the seed's own target "
-                                                   "spectrum); every theory point converged", zc, floor)},
-                         {"worst", worst}};
+  out.info["verdict"] = check.verdict("the mean paired difference (simulation - theory at the seed's own target spectrum); "
+                                      "every theory point converged");
   out.info["dims"] = dims;
   out.info["seeds"] = seeds;
   out.info["theory_solver"] = th.summary;
-  out.exit_code = failures ? 1 : 0;
+  out.exit_code = check.agree() ? 0 : 1;
   out.summary = fmt::format("tied-attention validate (T = {}, {} training): {} of {} checks pass -> {}", T, training,
-                            checks - failures, checks, failures ? "DISAGREE" : "agree");
+                            check.checks() - check.failures(), check.checks(), check.agree() ? "agree" : "DISAGREE");
   return out;
 }
 

@@ -10,9 +10,8 @@
 
 namespace hdat::tied {
 
-/// Mean and standard error over seeds; the weighted y = a + b/d fit (the core's, hdat/core/statistics.hpp).
+/// Mean and standard error over seeds (the core's, hdat/core/statistics.hpp).
 using Stat = stats::MeanSe;
-using Extrapolation = stats::InverseSizeFit;
 
 /// The teacher and the attention model of the configuration at dimension d (shared by ERM and AMP,
 /// so that both see the same data for the same seed).
