@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -13,11 +15,16 @@ namespace hdat::geometry {
 
 namespace {
 
-long non_negative_integer(const nlohmann::json& m, const char* key, const std::string& where, std::size_t k) {
+// Layers and heads index dense per-(layer, head) tables of the analysis, positions its per-query
+// bins: bounded so that a stray number is an input error, not an allocation of terabytes.
+constexpr long kMaxLayerOrHead = 4095, kMaxPosition = 1L << 20, kMaxCells = 1L << 16;
+
+long non_negative_integer(const nlohmann::json& m, const char* key, const std::string& where, std::size_t k, long max) {
   if (!m.contains(key)) throw InputError(where, fmt::format("map {}: missing \"{}\"", k, key));
   const auto& v = m.at(key);
-  if (!v.is_number_integer() || v.get<long>() < 0)
-    throw InputError(where, fmt::format("map {}: \"{}\" must be an integer >= 0, got {}", k, key, v.dump()));
+  if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() > max)
+    throw InputError(where, fmt::format("map {}: \"{}\" must be an integer in [0, {}], got {}", k, key, max,
+                                        v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   return v.get<long>();
 }
 
@@ -45,9 +52,9 @@ std::vector<AttentionMap> parse_maps(const nlohmann::json& doc, const std::strin
       if (!known.count(it.key()))
         throw InputError(where, fmt::format("map {}: unknown key \"{}\" (allowed: layer, head, query, alpha, values, sink, document)", k, it.key()));
     AttentionMap a;
-    a.layer = static_cast<int>(non_negative_integer(m, "layer", where, k));
-    a.head = static_cast<int>(non_negative_integer(m, "head", where, k));
-    a.query = static_cast<int>(non_negative_integer(m, "query", where, k));
+    a.layer = static_cast<int>(non_negative_integer(m, "layer", where, k, kMaxLayerOrHead));
+    a.head = static_cast<int>(non_negative_integer(m, "head", where, k, kMaxLayerOrHead));
+    a.query = static_cast<int>(non_negative_integer(m, "query", where, k, kMaxPosition));
     const long n = a.query + 1L;
     if (!m.contains("alpha") || !m.at("alpha").is_array())
       throw InputError(where, fmt::format("map {}: \"alpha\" must be a list of t + 1 = {} weights", k, n));
@@ -75,12 +82,18 @@ std::vector<AttentionMap> parse_maps(const nlohmann::json& doc, const std::strin
         a.values(static_cast<Eigen::Index>(c), i) = finite_number(vs[i][c], where, fmt::format("map {}: values[{}][{}]", k, i, c));
     }
     if (m.contains("sink")) {
-      a.sink = static_cast<int>(non_negative_integer(m, "sink", where, k));
+      a.sink = static_cast<int>(non_negative_integer(m, "sink", where, k, kMaxPosition));
       if (a.sink > a.query) throw InputError(where, fmt::format("map {}: sink {} is not a visible source (0..{})", k, a.sink, a.query));
     }
-    if (m.contains("document")) a.document = non_negative_integer(m, "document", where, k);
+    if (m.contains("document")) a.document = non_negative_integer(m, "document", where, k, std::numeric_limits<long>::max());
     maps.push_back(std::move(a));
   }
+  // The analysis tabulates every (layer, head) cell up to the largest indices: bound their product.
+  long layers = 0, heads = 0;
+  for (const auto& a : maps) layers = std::max<long>(layers, a.layer + 1L), heads = std::max<long>(heads, a.head + 1L);
+  if (layers * heads > kMaxCells)
+    throw InputError(where, fmt::format("layers x heads = {} x {} exceeds {} cells (layer and head are indices from 0)", layers, heads,
+                                        kMaxCells));
   return maps;
 }
 

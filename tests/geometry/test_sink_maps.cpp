@@ -133,5 +133,10 @@ TEST_CASE("attention-map JSON: round trip and clear errors") {
   broken(R"({"maps": [{"layer": 0, "head": 0, "query": 0, "alpha": [1], "values": [[1]], "sink": 1}]})", "sink 1");
   broken(R"({"maps": [{"layer": 0, "head": 0, "query": 0, "alpha": [1], "values": [[1]], "sinks": 0}]})", "unknown key \"sinks\"");
   broken(R"({"maps": [{"layer": 0, "head": 0, "query": 0, "alpha": [1], "values": [[]]}]})", "values[0]");
+  // Found by fuzz_maps: a huge head index made the analysis allocate tables for every (layer, head)
+  // up to it (72 GB); indices are bounded, and so is the number of cells they span.
+  broken(R"({"maps": [{"layer": 0, "head": 77777777777770, "query": 0, "alpha": [1], "values": [[1]]}]})", "[0, 4095]");
+  broken(R"({"maps": [{"layer": 4000, "head": 4000, "query": 0, "alpha": [1], "values": [[1]]}]})", "layers x heads");
+  CHECK(parse_maps(nlohmann::json::parse(R"({"maps": [{"layer": 11, "head": 4095, "query": 0, "alpha": [1], "values": [[1]]}]})"))[0].head == 4095);
   CHECK_THROWS_AS(read_maps("/nonexistent/maps.json"), InputError);
 }
