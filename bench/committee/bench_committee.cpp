@@ -5,7 +5,8 @@
 //     right-hand side and with a per-index-tuple one (each I3, I4 evaluated from its closed form on its
 //     own, the neighbouring codes' algorithm, written here); time, right-hand-side calls and accuracy
 //     against a tight-tolerance reference (rtol 1e-12);
-//  2. the online-SGD simulator's steps per second at N = 10³, 10⁴ against the Gaussian draw rate.
+//  2. the online-SGD simulator's steps per second, full engine at N = 10³, 10⁴, 10⁵ against the
+//     Gaussian draw rate, and the exact reduced engine at N = 10³ ... 10⁶.
 //   build/bench/committee/bench_committee [--quick] [--threads T]
 #include <fmt/format.h>
 #include <omp.h>
@@ -223,20 +224,31 @@ int main(int argc, char** argv) {
   // Simulator.
   const double draws = draw_rate();
   fmt::print("# online SGD simulator (one thread), Gaussian draw rate {:.0f} M/s\n", draws / 1e6);
-  fmt::print("{:>3} {:>7} {:>12} {:>14} {:>16}\n", "K", "N", "steps/s", "us/step", "draw-bound steps/s");
-  for (int K : {2, 8})
-    for (int N : {1000, 10000}) {
-      Setup s = Setup::defaults(K, K);
-      OnlineSGD sgd(s, N, 0, 0, 0);
-      sgd.advance_to(1.0);  // warm
-      const auto t0 = Clock::now();
-      long n = 0;
-      while (seconds_since(t0) < (quick ? 0.3 : 1.0)) {
-        for (int k = 0; k < 100; ++k) sgd.step();
-        n += 100;
-      }
-      const double sps = n / seconds_since(t0);
-      fmt::print("{:>3} {:>7} {:>12.0f} {:>14.2f} {:>16.0f}\n", K, N, sps, 1e6 / sps, draws / (N + 1));
+  fmt::print("{:>3} {:>8} {:>7} {:>12} {:>10} {:>16}\n", "K", "N", "engine", "steps/s", "us/step", "draw-bound steps/s");
+  // Steps per second of one engine (after a warm-up), in batches of 100 for `seconds`.
+  auto rate = [&](auto& engine) {
+    for (int k = 0; k < 1000; ++k) engine.step();
+    const auto t0 = Clock::now();
+    long n = 0;
+    while (seconds_since(t0) < (quick ? 0.3 : 1.0)) {
+      for (int k = 0; k < 100; ++k) engine.step();
+      n += 100;
     }
+    return n / seconds_since(t0);
+  };
+  for (int K : {2, 8})
+    for (int N : {1000, 10000, 100000, 1000000}) {
+      const Setup s = Setup::defaults(K, K);
+      if (N <= 100000) {  // the full engine holds N (K + M) weights and draws N normals a step
+        OnlineSGD full(s, N, 0, 0, 0);
+        const double sps = rate(full);
+        fmt::print("{:>3} {:>8} {:>7} {:>12.0f} {:>10.2f} {:>16.0f}\n", K, N, "full", sps, 1e6 / sps, draws / (N + 1));
+      }
+      ReducedSGD reduced(s, N, 0, 0, 0);
+      const double sps = rate(reduced);
+      fmt::print("{:>3} {:>8} {:>7} {:>12.0f} {:>10.2f} {:>16}\n", K, N, "reduced", sps, 1e6 / sps, "-");
+    }
+  fmt::print("# reduced: the exact chain of the Gram matrix (derivation.md section 8): K + M normals, one chi^2 and one\n"
+             "# (K + M)^3 Cholesky a step, whatever N; full: N normals and O(N (K + M)) products a step.\n");
   return 0;
 }

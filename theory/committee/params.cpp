@@ -40,7 +40,10 @@ ParamSet& declare_model_keys(ParamSet& p) {
       .real_matrix("Q0", nullptr, "initial student-student overlaps Q (K x K, symmetric) for the theory (with R0, T0)")
       .real_matrix("R0", nullptr, "initial student-teacher overlaps R (K x M) for the theory (with Q0, T0)")
       .real_matrix("T0", nullptr, "teacher-teacher overlaps T (M x M, symmetric) for the theory (with Q0, R0)")
-      .integer("test_size", 2000, "simulator: fresh test inputs per observation for eg_test (0: none)", Range::at_least(0));
+      .integer("test_size", 2000, "simulator: fresh test inputs per observation for eg_test (0: none)", Range::at_least(0))
+      .choice("engine", "reduced", {"reduced", "full"},
+              "simulator: reduced = the exact chain of the weights' Gram matrix (the law of full online SGD, cost per step "
+              "independent of N; derivation.md section 8) | full = the N-dimensional weights");
   declare_break_term(p, term_names());
   return p;
 }

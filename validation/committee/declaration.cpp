@@ -102,7 +102,9 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
     };
     m->system = [](const Params& p, double size, std::uint64_t replica) -> std::unique_ptr<FiniteSystem> {
       const Setup s = setup_from(p);
-      return std::make_unique<OnlineSGD>(s, static_cast<int>(size), s.seed, replica, p.integer("test_size"));
+      const int N = static_cast<int>(size);
+      if (p.text("engine") == "full") return std::make_unique<OnlineSGD>(s, N, s.seed, replica, p.integer("test_size"));
+      return std::make_unique<ReducedSGD>(s, N, s.seed, replica, p.integer("test_size"));
     };
     m->settings = [](const Params& p) {
       const Setup s = setup_from(p);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <boost/random/chi_squared_distribution.hpp>
+
 #include "hdat/committee/integrals.hpp"
 
 namespace hdat::committee {
@@ -89,49 +91,55 @@ void OnlineSGD::advance_to(double t) {
   while (steps_ < target) step();
 }
 
-Eigen::VectorXd OnlineSGD::state() const {
-  const int K = s_.K, M = s_.M;
-  const Eigen::MatrixXd G = W_.transpose() * W_ / static_cast<double>(N_);
+namespace {
+// The theory's blocks of weights with Gram matrix C (students first) and second layer v.
+Eigen::VectorXd blocks_of_gram(const Setup& s, const Eigen::MatrixXd& C, const Eigen::VectorXd& v) {
   Overlaps o;
-  o.Q = G.topLeftCorner(K, K);
-  o.R = G.topRightCorner(K, M);
-  o.T = G.bottomRightCorner(M, M);
-  o.v = v_;
-  return pack(s_, o);
+  o.Q = C.topLeftCorner(s.K, s.K);
+  o.R = C.topRightCorner(s.K, s.M);
+  o.T = C.bottomRightCorner(s.M, s.M);
+  o.v = v;
+  return pack(s, o);
 }
+}  // namespace
 
-Observables OnlineSGD::observe() {
-  const int L = s_.K + s_.M;
-  const Eigen::MatrixXd C = W_.transpose() * W_ / static_cast<double>(N_);
-  const Eigen::VectorXd s = readout_signs(v_, s_.vstar);
+Eigen::VectorXd OnlineSGD::state() const { return blocks_of_gram(s_, gram(), v_); }
+
+Observables observe_gram(const Setup& setup, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed, std::uint64_t replica,
+                         long test_size) {
+  const int L = setup.K + setup.M;
+  const Eigen::VectorXd s = readout_signs(v, setup.vstar);
   Observables o;
-  o.add("eg", generalisation_error(s_.activation, C, s));
-  if (test_size_ > 0) {
+  o.add("eg", generalisation_error(setup.activation, C, s));
+  if (test_size > 0) {
     // The fields of a fresh input are exactly N(0, C): drawing them from C's square root has the law
     // of a full test set of N-dimensional inputs at L draws per input instead of N.
     const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(C);
     const Eigen::MatrixXd root = es.eigenvectors() * es.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal();
-    auto test = rng::engine(seed_, replica_, rng::test_set);
+    auto test = rng::engine(seed, replica, rng::test_set);
     boost::random::normal_distribution<double> normal;
     Eigen::VectorXd z(L), u(L);
     double sum = 0, sq = 0;
-    for (long n = 0; n < test_size_; ++n) {
+    for (long n = 0; n < test_size; ++n) {
       for (int c = 0; c < L; ++c) z(c) = normal(test);
       u.noalias() = root * z;
       double clean = 0;
-      for (int c = 0; c < L; ++c) clean += s(c) * activation(s_.activation, u(c));
+      for (int c = 0; c < L; ++c) clean += s(c) * activation(setup.activation, u(c));
       const double e = 0.5 * clean * clean;
       sum += e;
       sq += e * e;
     }
-    const double mean = sum / test_size_;
-    const double var = test_size_ > 1 ? std::max(0.0, (sq / test_size_ - mean * mean) * test_size_ / (test_size_ - 1.0)) : 0.0;
-    o.add("eg_test", mean, std::sqrt(var / test_size_));
+    const double mean = sum / test_size;
+    const double var = test_size > 1 ? std::max(0.0, (sq / test_size - mean * mean) * test_size / (test_size - 1.0)) : 0.0;
+    o.add("eg_test", mean, std::sqrt(var / test_size));
   }
   return o;
 }
 
-DriftTerms OnlineSGD::increment_terms(const Eigen::VectorXd& x, double zeta, const Eigen::VectorXd& u) const {
+Observables OnlineSGD::observe() { return observe_gram(s_, gram(), v_, seed_, replica_, test_size_); }
+
+DriftTerms StepRule::increment(const Eigen::MatrixXd& G, const Eigen::VectorXd& v, const Eigen::VectorXd& u, double x2, double zeta,
+                               int N) const {
   // w'_k = α w_k + a_k x/√N with α = 1 − wd/N, a_k = η v_k g'(λ_k) Δ, so exactly
   //   N ΔR_kn = −wd R_kn + a_k ν_n
   //   N ΔQ_ik = N(α² − 1) Q_ik + α (a_i λ_k + a_k λ_i) + a_i a_k |x|²/N,
@@ -139,23 +147,22 @@ DriftTerms OnlineSGD::increment_terms(const Eigen::VectorXd& x, double zeta, con
   const int K = s_.K, M = s_.M;
   const Activation g = s_.activation;
   Eigen::VectorXd a(K), b(K);
-  const StepRule::Error err = rule_.coefficients(u.data(), zeta, v_, a.data(), b.data());
-  const double alpha = 1.0 - s_.wd / N_, x2 = x.squaredNorm() / N_;
+  const StepRule::Error err = coefficients(u.data(), zeta, v, a.data(), b.data());
+  const double alpha = 1.0 - s_.wd / N;
   const StateLayout layout = s_.layout();
   const int n = layout.size();
   Eigen::VectorXd lin = Eigen::VectorXd::Zero(n), sq = Eigen::VectorXd::Zero(n), label = Eigen::VectorXd::Zero(n),
                   decay = Eigen::VectorXd::Zero(n), second = Eigen::VectorXd::Zero(n);
-  const Eigen::MatrixXd G = W_.transpose() * W_ / static_cast<double>(N_);
   const auto lambda = u.head(K), nu = u.tail(M);
   layout.view(lin, "R") = a * nu.transpose();
   layout.view(lin, "Q") = alpha * (a * lambda.transpose() + lambda * a.transpose());
   Eigen::VectorXd gp(K);
-  for (int k = 0; k < K; ++k) gp(k) = s_.eta * v_(k) * activation_derivative(g, u(k));
+  for (int k = 0; k < K; ++k) gp(k) = s_.eta * v(k) * activation_derivative(g, u(k));
   const double noise = s_.noise * zeta;
   layout.view(sq, "Q") = (x2 * (err.clean * err.clean + 2 * noise * err.clean)) * gp * gp.transpose();
   layout.view(label, "Q") = (x2 * noise * noise) * gp * gp.transpose();
   layout.view(decay, "R") = -s_.wd * G.topRightCorner(K, M);
-  layout.view(decay, "Q") = (N_ * (alpha * alpha - 1.0)) * G.topLeftCorner(K, K);
+  layout.view(decay, "Q") = (N * (alpha * alpha - 1.0)) * G.topLeftCorner(K, K);
   if (s_.train_v) layout.view(second, "v") = b;
   DriftTerms terms;
   for (const std::string& name : s_.active_terms()) {
@@ -170,12 +177,87 @@ DriftTerms OnlineSGD::increment_terms(const Eigen::VectorXd& x, double zeta, con
 
 DriftTerms OnlineSGD::increment() {
   draw_sample(drift_);
-  return increment_terms(x_, zeta_, u_);
+  return rule_.increment(gram(), v_, u_, x_.squaredNorm() / N_, zeta_, N_);
 }
 
 DriftTerms OnlineSGD::increment(const Eigen::VectorXd& x, double zeta) const {
   const Eigen::VectorXd u = W_.transpose() * x / sqrtN_;
-  return increment_terms(x, zeta, u);
+  return rule_.increment(gram(), v_, u, x.squaredNorm() / N_, zeta, N_);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The exact reduced chain (derivation.md §8).
+
+void gram_step(Eigen::MatrixXd& C, const Eigen::VectorXd& u, double x2, const Eigen::VectorXd& first, double alpha, int N) {
+  const Eigen::Index K = first.size(), p = C.rows();
+  Eigen::VectorXd Au = u, a = Eigen::VectorXd::Zero(p);
+  Au.head(K) *= alpha;
+  a.head(K) = first;
+  C.topRows(K) *= alpha;  // A C A
+  C.leftCols(K) *= alpha;
+  C.noalias() += (Au * a.transpose() + a * Au.transpose() + x2 * a * a.transpose()) / static_cast<double>(N);
+}
+
+ReducedSGD::ReducedSGD(const Setup& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size, Reduction reduction)
+    : ReducedSGD(setup, N, OnlineSGD(setup, N, seed, replica, 0).gram(), setup.v0, seed, replica, test_size, reduction) {}
+
+ReducedSGD::ReducedSGD(const Setup& setup, int N, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed,
+                       std::uint64_t replica, long test_size, Reduction reduction)
+    : s_(setup), N_(N), seed_(seed), replica_(replica), test_size_(test_size), reduction_(reduction), rule_(setup), C_(C), v_(v),
+      data_(rng::engine(seed, replica, rng::training_data)), drift_(rng::engine(seed, replica, rng::drift_check)) {
+  s_.N = N;
+  s_.validate();
+  const int p = s_.fields();
+  if (C_.rows() != p || C_.cols() != p) throw std::invalid_argument("ReducedSGD: C must be (K + M) x (K + M)");
+  if (v_.size() != s_.K) throw std::invalid_argument("ReducedSGD: v must have K entries");
+  z_.resize(p);
+  u_.resize(p);
+  first_.resize(s_.K);
+  second_.resize(s_.K);
+}
+
+void ReducedSGD::draw_sample(rng::Engine& engine) {
+  const int p = s_.fields();
+  for (int c = 0; c < p; ++c) z_(c) = normal_(engine);
+  // u = root z with root rootᵀ = C: the Cholesky factor where C is positive definite; else (a weight
+  // still zero, say) the eigen root on the r positive eigenvalues. Then |Px|² = uᵀC⁺u = |z_r|².
+  int r = p;
+  const Eigen::LLT<Eigen::MatrixXd> llt(C_);
+  if (llt.info() == Eigen::Success) {
+    root_ = llt.matrixL();
+  } else {
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(C_);
+    const double tol = 1e-12 * std::max(es.eigenvalues().cwiseAbs().maxCoeff(), 1e-300);
+    r = static_cast<int>((es.eigenvalues().array() > tol).count());
+    root_ = es.eigenvectors().rightCols(r) * es.eigenvalues().tail(r).cwiseSqrt().asDiagonal();
+  }
+  u_.noalias() = root_ * z_.head(r);
+  double x2 = z_.head(r).squaredNorm();
+  // The part of x orthogonal to span W: |x_⊥|² ~ χ² with N − r degrees of freedom, independent of u.
+  const int dof = N_ - r + reduction_.dof_shift;
+  if (reduction_.orthogonal_part && dof > 0) x2 += boost::random::chi_squared_distribution<double>(dof)(engine);
+  x2_ = x2 / N_;
+  zeta_ = normal_(engine);
+}
+
+void ReducedSGD::step() {
+  draw_sample(data_);
+  rule_.coefficients(u_.data(), zeta_, v_, first_.data(), s_.train_v ? second_.data() : nullptr);
+  gram_step(C_, u_, x2_, first_, 1.0 - s_.wd / N_, N_);
+  if (s_.train_v) v_ += second_ / N_;
+  ++steps_;
+}
+
+void ReducedSGD::advance_to(double t) {
+  const long target = std::lround(t * N_);
+  while (steps_ < target) step();
+}
+
+Eigen::VectorXd ReducedSGD::state() const { return blocks_of_gram(s_, C_, v_); }
+
+DriftTerms ReducedSGD::increment() {
+  draw_sample(drift_);
+  return rule_.increment(C_, v_, u_, x2_, zeta_, N_);
 }
 
 }  // namespace hdat::committee

@@ -6,12 +6,16 @@
 // t = steps / N. The teacher is orthonormal (w*_m·w*_n = N δ_mn exactly) or Gaussian.
 //
 // The data enter in ONE place (draw_sample: x, its fields u = (λ, ν), the noise ζ) and the weights
-// change in one place (apply_step); what a step does given the fields is StepRule, shared with any
-// other engine (the exact reduced simulator of issue 17 samples the fields and the orthogonal part
-// of x from their law given the weights' Gram matrix and reuses the rule).
+// change in one place (apply_step); what a step does given the fields is StepRule, shared with the
+// other engine.
 //
-// Per step: N Gaussian draws, one (K+M)×N matrix-vector product, one rank-one update of K×N; no
-// allocation.
+// Two engines of the same process (derivation.md §8):
+//   OnlineSGD   the N-dimensional weights. Per step: N Gaussian draws, one (K+M)×N matrix-vector
+//               product, one rank-one update of K×N; no allocation.
+//   ReducedSGD  the EXACT chain of the Gram matrix C = WᵀW/N of the K + M weight vectors: a step
+//               needs x only through its fields u = Wᵀx/√N ~ N(0, C) and |x|²/N = (|Pu|² + χ²_{N−r})/N
+//               (P the projection on span W, r its rank, the χ² the part of x orthogonal to it), so
+//               the chain of C has the law of the full one at a cost per step independent of N.
 #include <Eigen/Dense>
 #include <boost/random/normal_distribution.hpp>
 #include <cstdint>
@@ -33,11 +37,28 @@ class StepRule {
   /// first[k] = η v_k g'(λ_k) Δ (so that Δw_k = first[k] x / √N) and, when second != nullptr,
   /// second[k] = η_v g(λ_k) Δ (so that Δv_k = second[k] / N).
   Error coefficients(const double* u, double zeta, const Eigen::VectorXd& v, double* first, double* second) const;
+  /// One step's increment N·(state after − state before), in the theory's terms, from the Gram
+  /// matrix C of the weights (students first), the second layer v, the fields u, x2 = |x|²/N and ζ
+  /// at dimension N: the same law for both engines.
+  DriftTerms increment(const Eigen::MatrixXd& C, const Eigen::VectorXd& v, const Eigen::VectorXd& u, double x2, double zeta,
+                       int N) const;
   const Setup& setup() const { return s_; }
 
  private:
   Setup s_;
 };
+
+/// The step of the weights' Gram matrix C = WᵀW/N (p = K + M, students first) given the fields u,
+/// x2 = |x|²/N and the coefficients `first` (K; Δw_k = first_k x/√N) after the decay α = 1 − wd/N of
+/// the students: with A = diag(α 1_K, 1_M) and a = (first, 0_M),
+///   C ← A C A + (A u aᵀ + a uᵀ A)/N + x2 a aᵀ/N            (exactly W'ᵀW'/N).
+void gram_step(Eigen::MatrixXd& C, const Eigen::VectorXd& u, double x2, const Eigen::VectorXd& first, double alpha, int N);
+
+/// The observables of weights with Gram matrix C and second layer v: "eg" exactly, "eg_test" over
+/// `test_size` fresh inputs drawn from the test stream of (seed, replica) (their fields are exactly
+/// N(0, C)), with its standard error. Shared by both engines.
+Observables observe_gram(const Setup& s, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed, std::uint64_t replica,
+                         long test_size);
 
 class OnlineSGD final : public FiniteSystem {
  public:
@@ -66,6 +87,9 @@ class OnlineSGD final : public FiniteSystem {
 
   long steps() const { return steps_; }
   int dimension() const { return N_; }
+  nlohmann::json record() const override { return {{"engine", "full"}}; }
+  /// WᵀW/N of students and teachers (students first).
+  Eigen::MatrixXd gram() const { return W_.transpose() * W_ / static_cast<double>(N_); }
   Eigen::MatrixXd students() const { return W_.leftCols(s_.K); }  ///< N×K
   Eigen::MatrixXd teachers() const { return W_.rightCols(s_.M); }  ///< N×M
   const Eigen::VectorXd& second_layer() const { return v_; }
@@ -77,7 +101,6 @@ class OnlineSGD final : public FiniteSystem {
   void fields(const Eigen::VectorXd& x);
   // The only code that changes the weights: w_k ← α w_k + first[k] x/√N, v ← v + second/N.
   void apply_step(const Eigen::VectorXd& x);
-  DriftTerms increment_terms(const Eigen::VectorXd& x, double zeta, const Eigen::VectorXd& u) const;
 
   Setup s_;
   int N_;
@@ -93,6 +116,53 @@ class OnlineSGD final : public FiniteSystem {
   // Scratch of one step.
   Eigen::VectorXd x_, u_, first_, second_;
   double zeta_ = 0;
+};
+
+/// Testing only: break the reduction, to see its tests fail (the orthogonal part of |x|² dropped,
+/// or its degrees of freedom shifted from N − r).
+struct Reduction {
+  bool orthogonal_part = true;
+  int dof_shift = 0;
+};
+
+/// The exact reduced simulator: the chain of C = WᵀW/N (and v), with the law of OnlineSGD's.
+class ReducedSGD final : public FiniteSystem {
+ public:
+  /// One run at dimension N (any N ≥ 1; memory and time per step independent of N). The initial
+  /// weights are OnlineSGD's (the same named streams: the same initial overlaps for a seed, built
+  /// once at O(N (K + M))); the steps draw from the training stream.
+  ReducedSGD(const Setup& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size = 2000, Reduction reduction = {});
+  /// From a given Gram matrix C (students first) and second layer v.
+  ReducedSGD(const Setup& setup, int N, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed, std::uint64_t replica,
+             long test_size = 2000, Reduction reduction = {});
+  double time() const override { return static_cast<double>(steps_) / N_; }
+  void advance_to(double t) override;  ///< to steps = round(t N)
+  Eigen::VectorXd state() const override;
+  Observables observe() override { return observe_gram(s_, C_, v_, seed_, replica_, test_size_); }
+  DriftTerms increment() override;
+  nlohmann::json record() const override { return {{"engine", "reduced"}}; }
+  void step();
+  long steps() const { return steps_; }
+  const Eigen::MatrixXd& gram() const { return C_; }
+  const Eigen::VectorXd& second_layer() const { return v_; }
+
+ private:
+  // The only code that reads the data: u ~ N(0, C), x2 = |x|²/N, ζ.
+  void draw_sample(rng::Engine& engine);
+  Setup s_;
+  int N_;
+  std::uint64_t seed_, replica_;
+  long test_size_;
+  Reduction reduction_;
+  long steps_ = 0;
+  StepRule rule_;
+  Eigen::MatrixXd C_;
+  Eigen::VectorXd v_;
+  rng::Engine data_, drift_;
+  boost::random::normal_distribution<double> normal_;
+  Eigen::VectorXd z_, u_, first_, second_;
+  Eigen::MatrixXd root_;
+  double x2_ = 0, zeta_ = 0;
 };
 
 }  // namespace hdat::committee

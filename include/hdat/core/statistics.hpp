@@ -41,4 +41,12 @@ struct InverseSizeFit {
 };
 InverseSizeFit extrapolate_inverse_size(const std::vector<double>& d, const std::vector<double>& y, const std::vector<double>& se);
 
+/// Two-sample Kolmogorov–Smirnov test: D = sup |F_a − F_b| of the empirical distributions, and its
+/// asymptotic p-value Q_KS(λ), λ = (√n_e + 0.12 + 0.11/√n_e) D, n_e = n_a n_b/(n_a + n_b) (Stephens'
+/// correction; accurate for n_e ≳ 4). Whether two samples may come from one law (e.g. two engines).
+struct KolmogorovSmirnov {
+  double statistic = 0, p_value = 1;
+};
+KolmogorovSmirnov ks_two_sample(std::vector<double> a, std::vector<double> b);
+
 }  // namespace hdat::stats
