@@ -11,6 +11,7 @@
 #include "hdat/core/params.hpp"
 #include "hdat/core/random.hpp"
 #include "hdat/specialization/curve.hpp"
+#include "hdat/specialization/reduced.hpp"
 #include "hdat/specialization/simulator.hpp"
 #include "hdat/core/progress.hpp"
 
@@ -96,5 +97,29 @@ int main(int argc, char** argv) {
                  per_step * D);
     }
   }
+
+  // 3. The exact reduced engine (engine=reduced): the chain of the Gram matrix, cost per step
+  //    independent of D; the full engine beside it at the same configuration.
+  fmt::print("\nreduced engine (exact chain of the Gram matrix of keys, value, spikes) against the full one, one thread\n");
+  fmt::print("{:>8} {:>4} {:>3} {:>14} {:>14} {:>10} {:>16}\n", "D", "L", "H", "full steps/s", "reduced steps/s", "ratio", "reduced s/unit t");
+  for (auto [L, H] : {std::pair{8, 2}, std::pair{32, 4}})
+    for (int D : {1000, 10000, 100000, 1000000}) {
+      const Params p = params({fmt::format("L={}", L), fmt::format("H={}", H), "F=2", "activation=softmax"});
+      const Setup s = setup_from(p);
+      double full_rate = std::nan("");
+      if (D <= 100000) {
+        OnlineSGD sgd(s, D, 0, 0);
+        const long steps = quick ? 20 : std::max(20L, 20000000L / (static_cast<long>(L) * D));
+        const auto t0 = Clock::now();
+        for (long i = 0; i < steps; ++i) sgd.step();
+        full_rate = steps / seconds_since(t0);
+      }
+      ReducedOnlineSGD reduced(s, D, 0, 0);
+      const long steps = quick ? 2000 : 20000;
+      const auto t0 = Clock::now();
+      for (long i = 0; i < steps; ++i) reduced.step();
+      const double rate = steps / seconds_since(t0);
+      fmt::print("{:>8} {:>4} {:>3} {:>14.0f} {:>14.0f} {:>10.1f} {:>16.3f}\n", D, L, H, full_rate, rate, rate / full_rate, D / rate);
+    }
   return 0;
 }

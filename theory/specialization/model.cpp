@@ -204,9 +204,14 @@ const ParamSet& parameters() {
                  Range::between(1, 100000))
         .integer("test_size", 10000, "simulate, validate, analyze: fresh test sequences per seed and time for the simulated risk",
                  Range::at_least(1))
+        .choice("engine", "reduced", {"reduced", "full"},
+                "simulator: reduced = the exact chain of the Gram matrix of keys, value and spikes (the law of D-dimensional "
+                "online SGD, cost per step independent of D; derivation.md, the exact reduced simulator) | full = the "
+                "D-dimensional weights")
         .choice("test_mode", "projected", {"projected", "full"},
                 "test sequences: drawn in span(K*, v*, keys) only (exactly the same law, L(F+1+H) draws each) or as full "
                 "D-dimensional tokens")
+        .when_in("engine", {"full"})
         // Validation.
         .int_list("dims", json::array({250, 500, 1000, 2000}), "validate, analyze: dimensions D of the finite-size study", Range::at_least(2))
         .choice("mode", "trajectory", {"trajectory", "drift"},

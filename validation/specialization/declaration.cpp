@@ -6,6 +6,7 @@
 #include "hdat/core/harness.hpp"
 #include "hdat/specialization/curve.hpp"
 #include "hdat/specialization/ode.hpp"
+#include "hdat/specialization/reduced.hpp"
 #include "hdat/specialization/simulator.hpp"
 
 namespace hdat::specialization {
@@ -77,7 +78,8 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
       Setup s = setup_from(p);
       s.D = static_cast<int>(size);
       TestOptions test{p.integer("test_size"), p.text("test_mode") == "projected"};
-      return std::make_unique<OnlineSGD>(s, s.D, s.seed, replica, test);
+      if (p.text("engine") == "full") return std::make_unique<OnlineSGD>(s, s.D, s.seed, replica, test);
+      return std::make_unique<ReducedOnlineSGD>(s, s.D, s.seed, replica, test);
     };
     m->settings = settings_from;
     m->escape_time = [](const Params& p, const Table& run) {

@@ -5,6 +5,23 @@
 
 namespace hdat::specialization {
 
+namespace {
+// The mean of ½ err² over test sequences and its standard error.
+struct RiskAccumulator {
+  double sum = 0, sq = 0;
+  long n = 0;
+  void add(double err) {
+    const double e = 0.5 * err * err;
+    sum += e, sq += e * e, ++n;
+  }
+  std::pair<double, double> result() const {
+    const double mean = sum / n;
+    const double var = n > 1 ? std::max(0.0, (sq / n - mean * mean) * n / (n - 1.0)) : 0.0;
+    return {mean, std::sqrt(var / n)};
+  }
+};
+}  // namespace
+
 OnlineSGD::OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test)
     : s_(setup), test_(test), D_(D), sqrtD_(std::sqrt(static_cast<double>(D))), seed_(seed), replica_(replica),
       b_(setup.bias), data_(rng::engine(seed, replica, rng::training_data)), att_(setup.attention()) {
@@ -106,52 +123,58 @@ Eigen::VectorXd OnlineSGD::value_overlap() const { return W_.leftCols(s_.H).tran
 
 std::pair<double, double> OnlineSGD::test_risk(long n, bool projected) {
   rng::Engine test = rng::engine(seed_, replica_, rng::test_set);
-  double sum = 0, sq = 0;
-  auto add = [&](double err) {
-    const double e = 0.5 * err * err;
-    sum += e;
-    sq += e * e;
-  };
   if (!projected) {
     RowMatrix X(s_.L, D_);
+    RiskAccumulator risk;
     for (long i = 0; i < n; ++i) {
       const Sample smp = draw(test, X);
-      add(forward_backward(X, smp));
+      risk.add(forward_backward(X, smp));
     }
-  } else {
-    // Orthonormal basis Q of span(K*, v*, k_h); a token is x = Q u + (orthogonal part), u ~ N(0, I_r),
-    // and the signal token adds Qᵀ K* θ / √D to u. Fields: [χ, z] = u ᵀ Qᵀ [K, v*] / √D.
-    const int F = s_.F, H = s_.H, L = s_.L;
-    Eigen::MatrixXd span(D_, F + 1 + H);
-    span << Kstar_, W_.col(H), W_.leftCols(H);
-    const Eigen::HouseholderQR<Eigen::MatrixXd> qr(span);
-    const int r = F + 1 + H;
-    const Eigen::MatrixXd Q = qr.householderQ() * Eigen::MatrixXd::Identity(D_, r);
-    const Eigen::MatrixXd P = Q.transpose() * W_ / sqrtD_;        // r x (H + 1)
-    const Eigen::MatrixXd S = Q.transpose() * Kstar_ / sqrtD_;    // r x F
-    RowMatrix U(L, r);
-    Eigen::MatrixXd fields(L, H + 1), chi(L, H), a(L, H), m(L, H), G(L, H);
-    Eigen::VectorXd w(L), z(L), theta(F);
-    boost::random::uniform_int_distribution<int> where(0, L - 1);
-    Attention att = att_;
-    att.logit_offset = s_.logit_offset(W_.leftCols(H).colwise().squaredNorm().transpose() / D_, b_);
-    for (long i = 0; i < n; ++i) {
-      const int eps = where(test);
-      s_.prior.sample(test, theta);
-      for (int l = 0; l < L; ++l)
-        for (int j = 0; j < r; ++j) U(l, j) = normal_(test);
-      U.row(eps) += (S * theta).transpose();
-      fields.noalias() = U * P;
-      chi = fields.leftCols(H);
-      z = fields.col(H);
-      att.forward(chi, a, w, m);
-      const double y = z(eps) + s_.noise * normal_(test);
-      add(y - w.dot(z));
-    }
+    return risk.result();
   }
-  const double mean = sum / n;
-  const double var = n > 1 ? std::max(0.0, (sq / n - mean * mean) * n / (n - 1.0)) : 0.0;
-  return {mean, std::sqrt(var / n)};
+  // Orthonormal basis Q of span(K*, v*, k_h); a token is x = Q u + (orthogonal part), u ~ N(0, I_r),
+  // and the signal token adds Qᵀ K* θ / √D to u. Fields: [χ, z] = u ᵀ Qᵀ [K, v*] / √D.
+  const int F = s_.F, H = s_.H;
+  Eigen::MatrixXd span(D_, F + 1 + H);
+  span << Kstar_, W_.col(H), W_.leftCols(H);
+  const Eigen::HouseholderQR<Eigen::MatrixXd> qr(span);
+  const int r = F + 1 + H;
+  const Eigen::MatrixXd Q = qr.householderQ() * Eigen::MatrixXd::Identity(D_, r);
+  Attention att = att_;
+  att.logit_offset = s_.logit_offset(W_.leftCols(H).colwise().squaredNorm().transpose() / D_, b_);
+  return projected_test_risk(s_, att, Q.transpose() * W_ / sqrtD_, Q.transpose() * Kstar_ / sqrtD_, n, test);
+}
+
+std::pair<double, double> projected_test_risk(const Setup& s, const Attention& att, const Eigen::MatrixXd& P, const Eigen::MatrixXd& S,
+                                              long n, rng::Engine& test) {
+  const int F = s.F, H = s.H, L = s.L;
+  const auto r = P.rows();
+  boost::random::normal_distribution<double> normal;
+  OnlineSGD::RowMatrix U(L, r);
+  Eigen::MatrixXd fields(L, H + 1), chi(L, H), a(L, H), m(L, H);
+  Eigen::VectorXd w(L), z(L), theta(F);
+  boost::random::uniform_int_distribution<int> where(0, L - 1);
+  RiskAccumulator risk;
+  for (long i = 0; i < n; ++i) {
+    const int eps = where(test);
+    s.prior.sample(test, theta);
+    for (int l = 0; l < L; ++l)
+      for (Eigen::Index j = 0; j < r; ++j) U(l, j) = normal(test);
+    U.row(eps) += (S * theta).transpose();
+    fields.noalias() = U * P;
+    chi = fields.leftCols(H);
+    z = fields.col(H);
+    att.forward(chi, a, w, m);
+    const double y = z(eps) + s.noise * normal(test);
+    risk.add(y - w.dot(z));
+  }
+  return risk.result();
+}
+
+Eigen::MatrixXd OnlineSGD::gram() const {
+  Eigen::MatrixXd all(D_, s_.H + 1 + s_.F);
+  all << W_, Kstar_;
+  return all.transpose() * all / static_cast<double>(D_);
 }
 
 Eigen::VectorXd OnlineSGD::state() const { return pack_state(s_, M(), R(), b_); }

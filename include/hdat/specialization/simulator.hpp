@@ -23,6 +23,13 @@ struct TestOptions {
   bool projected = true;   ///< draw them in the span of the weights (same law, cheaper; see test_risk)
 };
 
+/// ½ (y − ŷ)² over n test sequences whose tokens are drawn by their coordinates u ~ N(0, I_r) in an
+/// orthonormal basis of the span of the weights (the other coordinates of a Gaussian token enter
+/// nothing): fields [χ, z] = uᵀP (P: r × (H + 1)), the signal token adds S θ (S: r × F). The law of
+/// D-dimensional test sequences at L·r draws each; mean and its standard error. Both engines use it.
+std::pair<double, double> projected_test_risk(const Setup& s, const Attention& att, const Eigen::MatrixXd& P, const Eigen::MatrixXd& S,
+                                              long n, rng::Engine& test);
+
 /// The model's finite-dimensional system (hdat::FiniteSystem): state (M, R[, b]) as in the theory,
 /// observables the test risk (with its standard error) and the value overlaps v_h = k_h·v*/D.
 /// The biases b_h offset the logits (Setup::logit_offset); with train_bias each step also moves them,
@@ -68,6 +75,9 @@ class OnlineSGD : public FiniteSystem {
   };
   Increment increments();
 
+  /// The Gram matrix WᵀW/D of keys, value and spikes (in that order: H, 1, F).
+  Eigen::MatrixXd gram() const;
+  nlohmann::json record() const override { return {{"engine", "full"}}; }
   Eigen::MatrixXd keys() const { return W_.leftCols(s_.H); }
   void set_keys(const Eigen::MatrixXd& K) { W_.leftCols(s_.H) = K; }
   int dimension() const { return D_; }
