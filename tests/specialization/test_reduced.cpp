@@ -1,6 +1,6 @@
 // The exact reduced simulator (reduced.hpp): it starts where the full engine starts, and its chain
 // has the full chain's law (two-sample Kolmogorov-Smirnov over many seeds at a D where the full
-// engine is cheap, every activation, both priors, a batch, a trained bias); dropping the orthogonal
+// engine is cheap, every activation, every prior, a batch, a trained bias); dropping the orthogonal
 // Wishart part of the tokens' Gram matrix or shifting its D − r degrees of freedom is detected.
 #include <doctest/doctest.h>
 
@@ -67,6 +67,7 @@ TEST_CASE("reduced and full online SGD agree in distribution (KS over 1000 seeds
       {{"activation=bayes", "H=2", "F=2", "L=4", "eta=2"}, false},
       {{"activation=softmax1", "aggregation=sum", "H=2", "F=2", "L=3", "eta=2", "train_bias=true", "bias=[-0.5,-0.5]"}, false},
       {{"activation=softmax", "H=2", "F=2", "L=4", "eta=1.5", "batch=2", "prior.kind=signs", "prior.amplitudes=[1,0.5]", "noise=0.3"}, false},
+      {{"activation=bayes", "H=2", "F=2", "L=3", "eta=1.5", "prior.kind=discrete", "prior.points=[[2,0],[0,1],[1,1]]"}, false},
   };
   const std::vector<double> times = {1.0, 3.0};
   const int D = 30, runs = 1000;
