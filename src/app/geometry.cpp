@@ -17,7 +17,7 @@ Params resolve_geometry(const nlohmann::json& config, const std::vector<std::pai
 Run run_geometry(const GeometrySource& source, const Params& params, RunContext& ctx) {
   if (!source.model_file.empty() && !source.maps_file.empty())
     throw InputError("--maps", "analyses maps instead of a checkpoint; give --maps or --model-file, not both");
-  Run run{&registry().get("geometry"), "geometry", params, {}, 0.0, {}};
+  Run run{&registry().get("geometry"), "geometry", params, {}, 0.0, {}, {}};
   const auto start = std::chrono::steady_clock::now();
   if (!source.maps_file.empty()) {
     run.output = geometry::analyze_maps(geometry::read_maps(source.maps_file), params, ctx);

@@ -33,7 +33,7 @@ Params resolve_args(const ModelEntry& model, const std::string& config_file, con
 
 Run run_command(const ModelEntry& model, const std::string& command, const Params& params, RunContext& ctx) {
   const Command& f = find_command(model, command);
-  Run run{&model, command, params, {}, 0.0, {}};
+  Run run{&model, command, params, {}, 0.0, {}, {}};
   const auto start = std::chrono::steady_clock::now();
   run.output = f(params, ctx);
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
