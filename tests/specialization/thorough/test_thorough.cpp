@@ -49,7 +49,10 @@ TEST_CASE("thorough: drift check at D = 4000 along a run, and a broken term caug
   CHECK(dynamics_validate(*dynamics_model(), params(sets), ctx).exit_code == 1);
 }
 
-TEST_CASE("thorough: the predicted order of specialization holds in every simulated run (D = 250 ... 2000, 8 seeds)") {
+// Not in EVERY run: at D = 250 an O(D^-1/2) initial asymmetry can favour the other feature, or the
+// second split falls after t_max. Measured over 192 runs at D = 250 per engine: 4 (reduced) and 3
+// (full) of 192 did not show the predicted order; a wrong prediction would match about half the runs.
+TEST_CASE("thorough: the predicted order of specialization holds in at least 90% of simulated runs (D = 250 ... 2000, 8 seeds)") {
   RunContext ctx = quiet_context();
   const RunOutput out = analyze_command(params({"dims=[250,500,1000,2000]", "seeds=8", "compare=true"}), ctx);
   REQUIRE(out.files.count("stability.json"));
@@ -63,5 +66,5 @@ TEST_CASE("thorough: the predicted order of specialization holds in every simula
   }
   MESSAGE("predicted order matched in " << matching << " of " << runs << " runs");
   CHECK(runs >= 24);  // most seeds escape within t_max at these D
-  CHECK(matching == runs);
+  CHECK(matching >= 0.9 * runs);
 }
