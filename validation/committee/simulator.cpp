@@ -3,9 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include <boost/random/chi_squared_distribution.hpp>
-
 #include "hdat/committee/integrals.hpp"
+#include "hdat/core/gram.hpp"
 
 namespace hdat::committee {
 
@@ -219,23 +218,15 @@ ReducedSGD::ReducedSGD(const Setup& setup, int N, const Eigen::MatrixXd& C, cons
 void ReducedSGD::draw_sample(rng::Engine& engine) {
   const int p = s_.fields();
   for (int c = 0; c < p; ++c) z_(c) = normal_(engine);
-  // u = root z with root rootᵀ = C: the Cholesky factor where C is positive definite; else (a weight
-  // still zero, say) the eigen root on the r positive eigenvalues. Then |Px|² = uᵀC⁺u = |z_r|².
-  int r = p;
-  const Eigen::LLT<Eigen::MatrixXd> llt(C_);
-  if (llt.info() == Eigen::Success) {
-    root_ = llt.matrixL();
-  } else {
-    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(C_);
-    const double tol = 1e-12 * std::max(es.eigenvalues().cwiseAbs().maxCoeff(), 1e-300);
-    r = static_cast<int>((es.eigenvalues().array() > tol).count());
-    root_ = es.eigenvectors().rightCols(r) * es.eigenvalues().tail(r).cwiseSqrt().asDiagonal();
-  }
+  // u = B z with B Bᵀ = C (hdat::gram_root, rank r); then |Px|² = uᵀC⁺u = |z_r|².
+  const GramRoot g = gram_root(C_);
+  const int r = g.rank;
+  root_ = g.root;
   u_.noalias() = root_ * z_.head(r);
   double x2 = z_.head(r).squaredNorm();
   // The part of x orthogonal to span W: |x_⊥|² ~ χ² with N − r degrees of freedom, independent of u.
   const int dof = N_ - r + reduction_.dof_shift;
-  if (reduction_.orthogonal_part && dof > 0) x2 += boost::random::chi_squared_distribution<double>(dof)(engine);
+  if (reduction_.orthogonal_part) x2 += orthogonal_gram(engine, 1, dof)(0, 0);
   x2_ = x2 / N_;
   zeta_ = normal_(engine);
 }

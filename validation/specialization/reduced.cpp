@@ -1,6 +1,7 @@
 #include "hdat/specialization/reduced.hpp"
 
-#include <boost/random/chi_squared_distribution.hpp>
+#include "hdat/core/gram.hpp"
+
 #include <boost/random/uniform_int_distribution.hpp>
 #include <cmath>
 
@@ -14,43 +15,12 @@ ReducedOnlineSGD::ReducedOnlineSGD(const Setup& setup, int D, std::uint64_t seed
   C_ = OnlineSGD(setup, D, seed, replica, test).gram();
 }
 
-int ReducedOnlineSGD::root_of_gram() {
-  // root rootᵀ = C: the Cholesky factor where C is positive definite; else (keys still zero, say)
-  // the eigen root on the r positive eigenvalues.
-  const Eigen::LLT<Eigen::MatrixXd> llt(C_);
-  if (llt.info() == Eigen::Success) {
-    root_ = llt.matrixL();
-    return static_cast<int>(C_.rows());
-  }
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(C_);
-  const double tol = 1e-12 * std::max(es.eigenvalues().cwiseAbs().maxCoeff(), 1e-300);
-  const int r = static_cast<int>((es.eigenvalues().array() > tol).count());
-  root_ = es.eigenvectors().rightCols(r) * es.eigenvalues().tail(r).cwiseSqrt().asDiagonal();
-  return r;
-}
-
-Eigen::MatrixXd ReducedOnlineSGD::orthogonal_gram(rng::Engine& engine, int n, int dof) {
-  // The Gram matrix of n independent N(0, I_dof) vectors: Wishart_n(dof, I). Bartlett where dof >= n
-  // (A lower triangular, A_ii² ~ χ²_{dof − i}, A_ij ~ N(0, 1) below the diagonal), else the vectors.
-  if (dof <= 0) return Eigen::MatrixXd::Zero(n, n);
-  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n, std::min(n, dof));
-  if (dof >= n) {
-    for (int i = 0; i < n; ++i) {
-      A(i, i) = std::sqrt(boost::random::chi_squared_distribution<double>(dof - i)(engine));
-      for (int j = 0; j < i; ++j) A(i, j) = normal_(engine);
-    }
-  } else {
-    A.resize(n, dof);
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < dof; ++j) A(i, j) = normal_(engine);
-  }
-  return A * A.transpose();
-}
-
 ReducedOnlineSGD::Step ReducedOnlineSGD::draw_step(rng::Engine& engine) {
   const int H = s_.H, F = s_.F, L = s_.L, batch = s_.batch, n = L * batch;
   const int p = static_cast<int>(C_.rows());
-  const int r = root_of_gram();
+  const GramRoot g = gram_root(C_);
+  const int r = g.rank;
+  root_ = g.root;
   att_.logit_offset = s_.logit_offset(C_.diagonal().head(H), b_);
   // The spikes' coordinates in the orthonormal basis of span W: the signal token adds them times θ.
   const Eigen::MatrixXd spikes = root_.bottomRows(F).transpose();  // r × F
@@ -113,7 +83,7 @@ Eigen::VectorXd ReducedOnlineSGD::state() const {
 
 Observables ReducedOnlineSGD::observe() {
   const int H = s_.H, F = s_.F;
-  root_of_gram();
+  root_ = gram_root(C_).root;
   Attention att = att_;
   att.logit_offset = s_.logit_offset(C_.diagonal().head(H), b_);
   rng::Engine test = rng::engine(seed_, replica_, rng::test_set);

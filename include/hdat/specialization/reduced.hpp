@@ -57,9 +57,6 @@ class ReducedOnlineSGD final : public FiniteSystem {
   // The only code that reads the data: B sequences' fields and token Gram matrix, and what the
   // step makes of them.
   Step draw_step(rng::Engine& engine);
-  // The root B_C (p × r) of C and its rank.
-  int root_of_gram();
-  Eigen::MatrixXd orthogonal_gram(rng::Engine& engine, int n, int dof);
 
   Setup s_;
   TestOptions test_;
