@@ -1,13 +1,17 @@
 // Speed of the specialization model: the theory's learning curve (right-hand-side cost, calls, thread
 // scaling) and the online-SGD simulator (steps per second against a roofline measured on this core).
-//   build/bench/specialization/bench_specialization [--quick]
+//   build/bench/specialization/bench_specialization [--quick | --step]
+// (--step: the full engine's time per step only; bench/specialization/side_by_side.sh times it beside PyTorch)
 #include <fmt/format.h>
 #include <omp.h>
 
 #include <boost/random/normal_distribution.hpp>
+#include <algorithm>
 #include <chrono>
+#include <fmt/ranges.h>
 #include <cstring>
 
+#include "hdat/core/normal_stream.hpp"
 #include "hdat/core/params.hpp"
 #include "hdat/core/random.hpp"
 #include "hdat/specialization/curve.hpp"
@@ -43,11 +47,13 @@ double fma_rate() {
   return static_cast<double>(reps) * n * n * n / seconds_since(t0);
 }
 
-// Gaussian draws per second of the generator the simulator uses (Boost.Random ziggurat on mt19937_64).
-double draw_rate() {
+// Gaussian draws per second into a buffer of the size of one step's tokens (L·D = 320 000 at the
+// issue's configuration): Boost.Random's ziggurat on mt19937_64 (the simulator's generator before
+// rng::NormalStream), and rng::NormalStream (Philox4x32-10 + Box–Muller, the full engine's tokens).
+double ziggurat_rate() {
   auto eng = rng::engine(1);
   boost::random::normal_distribution<double> nd;
-  std::vector<double> v(1 << 16);
+  std::vector<double> v(320000);
   const auto t0 = Clock::now();
   long n = 0;
   while (seconds_since(t0) < 0.5) {
@@ -56,9 +62,43 @@ double draw_rate() {
   }
   return static_cast<double>(n) / seconds_since(t0);
 }
+
+double normal_stream_rate() {
+  rng::NormalStream stream(1, 0, rng::training_tokens);
+  std::vector<double> v(320000);
+  const auto t0 = Clock::now();
+  long n = 0;
+  while (seconds_since(t0) < 0.5) {
+    stream.fill(v.data(), v.size());
+    n += static_cast<long>(v.size());
+  }
+  return static_cast<double>(n) / seconds_since(t0);
+}
 }  // namespace
 
+// --step: the full engine's time per step at the configuration (D = 10⁴, L = 32, H = 4,
+// softmax), median of five rounds, as one JSON line beside torch_step.py's (side_by_side.sh).
+int time_full_step() {
+  const int D = 10000, L = 32, H = 4, steps = 200;
+  OnlineSGD sgd(setup_from(params({fmt::format("L={}", L), fmt::format("H={}", H), "F=2", "activation=softmax"})), D, 0, 0);
+  for (int i = 0; i < 10; ++i) sgd.step();
+  std::vector<double> rounds;
+  for (int r = 0; r < 5; ++r) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < steps; ++i) sgd.step();
+    rounds.push_back(seconds_since(t0) / steps * 1e3);
+  }
+  std::vector<double> sorted = rounds;
+  std::sort(sorted.begin(), sorted.end());
+  fmt::print("{{\"implementation\": \"hdat full engine\", \"D\": {}, \"L\": {}, \"H\": {}, \"dtype\": \"float64\", "
+             "\"ms_per_step\": {:.4f}, \"rounds_ms\": [{:.4f}], \"generator\": \"{}\", \"draws_per_s\": {:.4g}, \"fma_per_s\": {:.4g}}}\n",
+             D, L, H, sorted[2], fmt::join(rounds, ", "), rng::NormalStream::vectorised() ? "Philox+Box-Muller AVX-512" : "Philox+Box-Muller one lane",
+             normal_stream_rate(), fma_rate());
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--step") == 0) return time_full_step();
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   fmt::print("specialization benchmarks (load average matters: other processes share the cores)\n\n");
 
@@ -79,8 +119,10 @@ int main(int argc, char** argv) {
   }
 
   // 2. Simulator: steps per second against the roofline of this core.
-  const double fma = fma_rate(), draws = draw_rate();
-  fmt::print("\nthis core: {:.2f} GFMA/s (in-cache GEMM), {:.1f} M Gaussian draws/s (Boost ziggurat, mt19937_64)\n", fma / 1e9, draws / 1e6);
+  const double fma = fma_rate(), draws = normal_stream_rate(), ziggurat = ziggurat_rate();
+  fmt::print("\nthis core: {:.2f} GFMA/s (in-cache GEMM); Gaussian draws: {:.1f} M/s rng::NormalStream (Philox + Box-Muller, {}), "
+             "{:.1f} M/s Boost ziggurat on mt19937_64\n",
+             fma / 1e9, draws / 1e6, rng::NormalStream::vectorised() ? "AVX-512" : "one lane", ziggurat / 1e6);
   fmt::print("{:>7} {:>4} {:>3} {:>12} {:>12} {:>10} {:>14}\n", "D", "L", "H", "steps/s", "roofline/s", "fraction", "s per unit t");
   for (int D : {1000, 10000}) {
     for (auto [L, H] : {std::pair{8, 2}, std::pair{32, 4}}) {

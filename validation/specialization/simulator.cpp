@@ -24,7 +24,8 @@ struct RiskAccumulator {
 
 OnlineSGD::OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test)
     : s_(setup), test_(test), D_(D), sqrtD_(std::sqrt(static_cast<double>(D))), seed_(seed), replica_(replica),
-      b_(setup.bias), data_(rng::engine(seed, replica, rng::training_data)), att_(setup.attention()) {
+      b_(setup.bias), data_(rng::engine(seed, replica, rng::training_data)),
+      tokens_(seed, replica, rng::training_tokens), att_(setup.attention()) {
   const int F = s_.F, H = s_.H, L = s_.L;
   if (D < F + 1) throw std::invalid_argument("OnlineSGD: D must exceed F");
   // Teacher: F + 1 Gaussian vectors, orthonormalised (QR), scaled to norm √D: spikes, then v*.
@@ -56,14 +57,12 @@ OnlineSGD::OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_
   bias_update_ = Eigen::VectorXd::Zero(H);
 }
 
-OnlineSGD::Sample OnlineSGD::draw(rng::Engine& eng, RowMatrix& X) {
+OnlineSGD::Sample OnlineSGD::draw(rng::Engine& eng, rng::NormalStream& tokens, RowMatrix& X) {
   const int L = s_.L, F = s_.F;
   boost::random::uniform_int_distribution<int> where(0, L - 1);
   const int eps = where(eng);
   s_.prior.sample(eng, theta_);
-  double* x = X.data();
-  const long n = static_cast<long>(L) * D_;
-  for (long i = 0; i < n; ++i) x[i] = normal_(eng);
+  tokens.fill(X.data(), static_cast<std::size_t>(L) * D_);
   signal_.noalias() = Kstar_ * theta_;
   X.row(eps) += signal_.transpose() / sqrtD_;
   return {eps, normal_(eng)};
@@ -89,7 +88,7 @@ void OnlineSGD::accumulate_update() {
   update_.setZero();
   bias_update_.setZero();
   for (int b = 0; b < s_.batch; ++b) {
-    const Sample smp = draw(data_, X_);
+    const Sample smp = draw(data_, tokens_, X_);
     const double err = forward_backward(X_, smp);
     // (y − ŷ) Σ_ℓ G_hℓ (x_ℓ/√D − κ k_h/D), averaged over the batch below.
     update_.noalias() += (err / sqrtD_) * (X_.transpose() * G_);
@@ -124,10 +123,11 @@ Eigen::VectorXd OnlineSGD::value_overlap() const { return W_.leftCols(s_.H).tran
 std::pair<double, double> OnlineSGD::test_risk(long n, bool projected) {
   rng::Engine test = rng::engine(seed_, replica_, rng::test_set);
   if (!projected) {
+    rng::NormalStream test_tokens(seed_, replica_, rng::test_tokens);
     RowMatrix X(s_.L, D_);
     RiskAccumulator risk;
     for (long i = 0; i < n; ++i) {
-      const Sample smp = draw(test, X);
+      const Sample smp = draw(test, test_tokens, X);
       risk.add(forward_backward(X, smp));
     }
     return risk.result();

@@ -39,6 +39,8 @@ enum Stream : std::uint64_t {
   bayes_samples = 12,  ///< the specialization Bayes risk's sample set
   run_coordinates = 13,  ///< a run's replica from its coordinates (dimension, index of the control value)
   power_iteration = 14,  ///< start vectors of power iterations (operator norms)
+  training_tokens = 15,  ///< the Gaussian tokens of the training samples (rng::NormalStream)
+  test_tokens = 16,      ///< the Gaussian tokens of full-dimensional test samples (rng::NormalStream)
   user = 100,
 };
 

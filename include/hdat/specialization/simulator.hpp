@@ -5,13 +5,14 @@
 // χ_hℓ = x_ℓ·k_h/√D, prediction ŷ = Σ_ℓ w_ℓ(χ) z_ℓ, loss ½(y − ŷ)², one step per `batch` fresh
 // samples, t = steps / D. The attention code is the theory's (hdat/specialization/attention.hpp).
 //
-// Per step: L·D Gaussian draws and about 2·L·D·(H+1) multiply-adds; memory O(L·D + H·D); no
-// allocation inside the step.
+// Per step: L·D Gaussian draws (rng::NormalStream: counter-based Philox and vectorised Box–Muller)
+// and about 2·L·D·(H+1) multiply-adds; memory O(L·D + H·D); no allocation inside the step.
 #include <Eigen/Dense>
 #include <boost/random/normal_distribution.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
 
 #include "hdat/core/model.hpp"
+#include "hdat/core/normal_stream.hpp"
 #include "hdat/core/random.hpp"
 #include "hdat/specialization/model.hpp"
 
@@ -87,8 +88,9 @@ class OnlineSGD : public FiniteSystem {
     int location;    ///< ε
     double noise;    ///< ξ of the label y = z_ε + Δξ
   };
-  // Draw one sequence into X (rows = tokens), return its signal location and label noise.
-  Sample draw(rng::Engine& eng, RowMatrix& X);
+  // Draw one sequence into X (rows = tokens: L·D numbers of `tokens`), its signal location, spike
+  // strengths and label noise from `eng`; return the location and the noise.
+  Sample draw(rng::Engine& eng, rng::NormalStream& tokens, RowMatrix& X);
   // Fields, weights and the vector-Jacobian product of one drawn sequence; returns y − ŷ.
   double forward_backward(const RowMatrix& X, const Sample& smp);
   // update_ = the step's change of the keys (η/B) Σ_b (y − ŷ) Σ_ℓ G_hℓ (x_ℓ/√D − κ k_h/D), and
@@ -105,6 +107,7 @@ class OnlineSGD : public FiniteSystem {
   Eigen::MatrixXd W_;      ///< D x (H + 1): the keys k_h, then v* (one product gives χ and z)
   Eigen::VectorXd b_;      ///< the heads' logit biases
   rng::Engine data_;
+  rng::NormalStream tokens_;  ///< the training tokens
   boost::random::normal_distribution<double> normal_;
   Attention att_;
   // Scratch.
