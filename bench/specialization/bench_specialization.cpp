@@ -50,29 +50,30 @@ double fma_rate() {
 // Gaussian draws per second into a buffer of the size of one step's tokens (L·D = 320 000 at the
 // issue's configuration): Boost.Random's ziggurat on mt19937_64 (the simulator's generator before
 // rng::NormalStream), and rng::NormalStream (Philox4x32-10 + Box–Muller, the full engine's tokens).
-double ziggurat_rate() {
-  auto eng = rng::engine(1);
-  boost::random::normal_distribution<double> nd;
+// Draws per second of fill(buffer) over half a second.
+template <class Fill>
+double draw_rate(Fill fill) {
   std::vector<double> v(320000);
   const auto t0 = Clock::now();
   long n = 0;
   while (seconds_since(t0) < 0.5) {
-    for (auto& x : v) x = nd(eng);
+    fill(v);
     n += static_cast<long>(v.size());
   }
   return static_cast<double>(n) / seconds_since(t0);
 }
 
+double ziggurat_rate() {
+  auto eng = rng::engine(1);
+  boost::random::normal_distribution<double> nd;
+  return draw_rate([&](std::vector<double>& v) {
+    for (auto& x : v) x = nd(eng);
+  });
+}
+
 double normal_stream_rate() {
   rng::NormalStream stream(1, 0, rng::training_tokens);
-  std::vector<double> v(320000);
-  const auto t0 = Clock::now();
-  long n = 0;
-  while (seconds_since(t0) < 0.5) {
-    stream.fill(v.data(), v.size());
-    n += static_cast<long>(v.size());
-  }
-  return static_cast<double>(n) / seconds_since(t0);
+  return draw_rate([&](std::vector<double>& v) { stream.fill(v.data(), v.size()); });
 }
 }  // namespace
 
