@@ -30,6 +30,14 @@ void Table::add_row(std::vector<Cell> row) {
   rows_.push_back(std::move(row));
 }
 
+void Table::add_column(const std::string& name, const std::vector<double>& values) {
+  if (values.size() != rows_.size())
+    throw std::logic_error(fmt::format("column '{}' has {} values for {} rows", name, values.size(), rows_.size()));
+  if (has_column(name)) throw std::logic_error(fmt::format("table already has a column '{}'", name));
+  columns_.push_back(name);
+  for (std::size_t i = 0; i < rows_.size(); ++i) rows_[i].push_back(values[i]);
+}
+
 void Table::add_row(const std::vector<double>& row) {
   std::vector<Cell> r(row.begin(), row.end());
   add_row(std::move(r));

@@ -97,6 +97,37 @@ RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunCont
 /// Install curve, simulate and validate for `model` into the registry entry.
 void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsModel> model);
 
+// ---------------------------------------------------------------------------------------------------
+// State-evolution models (FixedPointModel):
+//   curve     the theory's fixed points along the control values: curve.csv.
+//   simulate  fits of the estimator at the simulate size over control values x seeds: sim.csv
+//             (seed means and standard errors of every measured observable).
+//   validate  the theory at the control values (theory_points.csv), fits at every validate size
+//             with the theory paired to each fit's own realisation where the model offers it
+//             (sim.csv), and per control value and compared observable the 1/d extrapolation of the
+//             mean (paired) difference, which must vanish (validate.csv, the verdict, exit 0 or 1).
+
+/// The fits at every (control value, size) of `sizes` over the settings' seeds, in parallel (the
+/// largest first; each fit's result depends only on its point). With `theory`, each fit is warm
+/// started from it and asked for its paired theory.
+std::vector<FitGroup> run_fits(const FixedPointModel& model, const Params& p, const FixedPointSettings& settings,
+                               const std::vector<int>& sizes, const FixedPointRun* theory, const std::string& label,
+                               const RunContext& ctx);
+/// One row per group: control, size, the model's point columns, every observable and its _se, seeds,
+/// iterations, converged_fraction, seconds_per_run, then per paired observable its paired theory,
+/// paired_<name>_diff and paired_<name>_diff_se.
+Table fit_table(const FixedPointModel& model, const Params& p, const FixedPointSettings& settings,
+                const std::vector<FitGroup>& groups);
+
+RunOutput fixed_point_curve(const FixedPointModel& model, const Params& p, RunContext& ctx);
+RunOutput fixed_point_simulate(const FixedPointModel& model, const Params& p, RunContext& ctx);
+RunOutput fixed_point_validate(const FixedPointModel& model, const Params& p, RunContext& ctx);
+
+/// Install curve, simulate and validate for `model` into the registry entry.
+void add_fixed_point_commands(ModelEntry& entry, std::shared_ptr<const FixedPointModel> model);
+
+// ---------------------------------------------------------------------------------------------------
+
 /// The keys every dynamics model shares, with the model's defaults: t_max, n_points, t_points,
 /// rtol, atol, stepper, seed, seeds, dims, theory_replicas, mode, tolerance, rel_tolerance,
 /// t_compare, drift_samples, drift_times. standard_settings() reads them.

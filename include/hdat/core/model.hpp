@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "hdat/core/finite_size_check.hpp"
 #include "hdat/core/integrate.hpp"
 #include "hdat/core/layout.hpp"
 #include "hdat/core/params.hpp"
@@ -200,30 +201,105 @@ struct FixedPointReport {
   nlohmann::json to_json() const;
 };
 
+/// The theory along its control parameter: one row per control value.
+struct FixedPointRun {
+  /// The control column, the observables (name_se beside a sampled one), the order parameters and
+  /// conjugates, `converged` (1 or 0) and whatever else the theory reports per point.
+  Table table;
+  std::vector<Eigen::VectorXd> states;  ///< the solution at each control value (warm starts of the fits)
+  nlohmann::json solver = nlohmann::json::object();  ///< what the solver did over the curve (Ceres style)
+  std::string method;                   ///< how it was solved ("closed form", "sampled channel" ...)
+};
+
 /// The high-dimensional theory of a state-evolution model.
 class FixedPointTheory {
  public:
   virtual ~FixedPointTheory() = default;
-  virtual const StateLayout& layout() const = 0;
-  /// The fixed point at control value alpha, started from `start` (the previous point of a curve;
-  /// empty: the model's own start).
-  virtual Eigen::VectorXd solve(double alpha, const Eigen::VectorXd& start, FixedPointReport& report) const = 0;
-  virtual Observables observe(const Eigen::VectorXd& x, double alpha) const = 0;
+  /// The fixed points at `controls`, in that order (each warm started from the previous).
+  /// `error_bars`: propagate the sampling error of sampled expectations to the observables.
+  virtual FixedPointRun curve(const std::vector<double>& controls, bool error_bars) const = 0;
 };
 
-/// One fit of a finite-dimensional estimator (ERM, AMP) at (alpha, d, seed).
+/// Where one fit of the finite-dimensional estimator runs.
+struct FitPoint {
+  double control = 0;
+  std::size_t control_index = 0;  ///< into the settings' controls (names the fit's data streams)
+  int size = 0;                   ///< the dimension d
+  std::uint64_t seed = 0;
+  /// The theory's solution at `control` where it converged (a warm start for a paired theory); null
+  /// otherwise.
+  const Eigen::VectorXd* theory_state = nullptr;
+  bool paired = false;  ///< also solve the theory at this fit's own realisation (Fit::paired)
+};
+
+/// One fit of a finite-dimensional estimator (ERM, AMP) at a FitPoint.
 struct Fit {
-  Eigen::VectorXd state;     ///< the theory's blocks, measured
-  Observables observables;   ///< the theory's observables, measured
-  FixedPointReport report;   ///< how the fit / iteration ended
-  nlohmann::json info = nlohmann::json::object();
+  /// Measured: the compared observables and any others (reported as seed means, not compared).
+  Observables observables;
+  /// The theory at this fit's own realisation (its sampled target's spectrum ...), when the point
+  /// asked for it: validate then compares the paired difference observables − paired, which the
+  /// realisation's fluctuations do not enter. Empty: the comparison is with the theory's curve.
+  Observables paired;
+  bool paired_converged = true;
+  bool failed = false;      ///< a numerical failure (the fit's numbers are not used)
+  FixedPointReport report;  ///< how the fit or iteration ended
+  nlohmann::json info = nlohmann::json::object();  ///< kept for the model's own analyses (finish)
 };
 
-/// What a state-evolution model declares.
+/// Settings of the harness for one configuration, read from the model's parameters.
+struct FixedPointSettings {
+  std::vector<double> controls;         ///< the control values of curve, simulate and validate
+  int simulate_size = 100;              ///< the d `simulate` fits at
+  std::vector<int> validate_sizes;      ///< the d's of validate's 1/d extrapolation (sorted)
+  std::vector<std::uint64_t> seeds;     ///< fits per (control, d)
+  InverseSizeCriterion criterion;       ///< |a| <= z se(a) + rel_floor |theory| of the 1/d fit
+  std::vector<std::string> compared;    ///< observables validate compares (theory table and Fit)
+  std::string size_name = "d";
+};
+
+/// The fits at one (control value, size), over the seeds.
+struct FitGroup {
+  double control = 0;
+  std::size_t control_index = 0;
+  int size = 0;
+  std::vector<Fit> fits;  ///< one per seed, in the settings' seed order (failed fits included)
+  /// Seed means of every measured observable (se: standard error over seeds), of the paired theory
+  /// and of the paired difference observable − paired (empty when unpaired).
+  Observables mean, paired_mean, paired_difference;
+  double iterations = 0, converged_fraction = 0, paired_converged_fraction = 0, seconds_per_run = 0;
+  int failed = 0;
+};
+
+/// What the harness computed, for a model's own additions to a command's output.
+struct FixedPointResults {
+  const FixedPointSettings* settings = nullptr;
+  const FixedPointRun* theory = nullptr;       ///< null for simulate
+  const std::vector<FitGroup>* fits = nullptr;  ///< null for curve
+};
+
+/// What a state-evolution model declares; add_fixed_point_commands() (harness.hpp) derives curve,
+/// simulate and validate from it.
 struct FixedPointModel {
-  std::string control = "alpha";
+  std::string control = "alpha";  ///< the control parameter's column name
   std::function<std::unique_ptr<FixedPointTheory>(const Params&)> theory;
-  std::function<Fit(const Params&, double control, int d, std::uint64_t seed)> fit;
+  std::function<Fit(const Params&, const FitPoint&)> fit;
+  std::function<FixedPointSettings(const Params&)> settings;
+
+  // Optional.
+  /// Relative cost of a fit (the largest run first, for load balance); default: size^3 · control.
+  std::function<double(double control, int size)> cost;
+  /// Columns of a fit table after (control, d) that the configuration fixes (n, training ...).
+  std::function<std::vector<std::pair<std::string, Cell>>(const Params&, double control, int size)> point_columns;
+  /// The resolution of a quantised observable at size d (rank: 1/d; 0: continuous): the 1/d fit
+  /// never trusts a standard error below resolution/√(12 · seeds).
+  std::function<double(const std::string& observable, int size)> resolution;
+  /// Prefix of the paired theory's columns in a fit table ("<prefix>_mse").
+  std::string paired_prefix = "theory_paired";
+  /// What the comparison is, in words, for the verdict.
+  std::string comparison = "the mean difference simulation - theory; every theory point converged";
+  std::function<std::string(const Params&)> describe;  ///< one line: the configuration
+  /// What is the model's own in a command's output (thresholds, spectra, histograms ...).
+  std::function<void(const Params&, const std::string& command, const FixedPointResults&, RunOutput& out)> finish;
 };
 
 // ---------------------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ class Table {
   void add_row(std::vector<Cell> row);  // must match the column count
   void add_row(const std::vector<double>& row);
   void add_row(std::initializer_list<double> row) { add_row(std::vector<double>(row)); }  // {1.0, 2.0} is unambiguous
+  /// Append a column (one value per row).
+  void add_column(const std::string& name, const std::vector<double>& values);
   const std::vector<Cell>& row(std::size_t i) const { return rows_[i]; }
   double number(std::size_t row, const std::string& column) const;
   std::string text(std::size_t row, const std::string& column) const;

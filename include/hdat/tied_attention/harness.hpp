@@ -1,8 +1,10 @@
 #pragma once
-// The commands of the `tied-attention` model (curve, simulate, validate) and its figures.
+// The `tied-attention` model through the contract (curve, simulate, validate from the core harness),
+// the pieces its ERM and AMP commands share, and its figures.
 #include <filesystem>
 #include <vector>
 
+#include "hdat/core/model.hpp"
 #include "hdat/core/registry.hpp"
 #include "hdat/core/statistics.hpp"
 #include "hdat/tied_attention/attention_erm.hpp"
@@ -29,6 +31,10 @@ struct BrokenTerms {
   double shrinkage = 1, information = 1;     ///< Bayes state evolution: denoiser, channel
 };
 BrokenTerms broken_terms(const Params& p);
+
+/// The model's declaration through the contract (ERM; estimator=amp and simulate with lambda_grid
+/// are the model's own commands beside it).
+const FixedPointModel& erm_model();
 
 RunOutput curve_command(const Params& p, RunContext& ctx);
 RunOutput simulate_command(const Params& p, RunContext& ctx);

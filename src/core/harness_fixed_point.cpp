@@ -1,0 +1,276 @@
+// The commands a state-evolution model gets from its declaration (model.hpp, harness.hpp): the
+// theory along the control parameter, fits of the finite-d estimator over (control, d, seed), and
+// the 1/d extrapolation of their difference (finite_size_check.hpp).
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "hdat/core/constants.hpp"
+#include "hdat/core/error.hpp"
+#include "hdat/core/harness.hpp"
+#include "hdat/core/output.hpp"
+#include "hdat/core/progress.hpp"
+#include "hdat/core/statistics.hpp"
+
+namespace hdat {
+
+namespace fixed_point_harness {
+namespace {
+
+std::string describe(const FixedPointModel& model, const Params& p) {
+  return model.describe ? " (" + model.describe(p) + ")" : "";
+}
+
+void finish(const FixedPointModel& model, const Params& p, const std::string& command, const FixedPointResults& results,
+            RunOutput& out) {
+  if (model.finish) model.finish(p, command, results, out);
+}
+
+void use_threads(const RunContext& ctx) {
+  if (ctx.threads > 0) omp_set_num_threads(ctx.threads);
+}
+
+int unconverged_points(const FixedPointRun& run) {
+  int bad = 0;
+  for (std::size_t i = 0; i < run.table.rows(); ++i) bad += run.table.number(i, "converged") != 0 ? 0 : 1;
+  return bad;
+}
+
+// Seed means with standard errors of one named quantity of every fit, as `get` reads it.
+template <class Get>
+void add_seed_mean(Observables& to, const std::string& name, const std::vector<const Fit*>& fits, Get get) {
+  std::vector<double> v;
+  v.reserve(fits.size());
+  for (const Fit* f : fits) v.push_back(get(*f));
+  const stats::MeanSe m = stats::mean_se(v);
+  to.add(name, m.mean, m.se);
+}
+
+// The seed statistics of one (control, d).
+void summarise(FitGroup& g) {
+  std::vector<const Fit*> ok;
+  for (const Fit& f : g.fits) {
+    if (f.failed)
+      ++g.failed;
+    else
+      ok.push_back(&f);
+  }
+  if (ok.empty()) return;
+  const Fit& first = *ok.front();
+  for (const std::string& name : first.observables.names())
+    add_seed_mean(g.mean, name, ok, [&](const Fit& f) { return f.observables[name].value; });
+  for (const std::string& name : first.paired.names()) {
+    add_seed_mean(g.paired_mean, name, ok, [&](const Fit& f) { return f.paired[name].value; });
+    add_seed_mean(g.paired_difference, name, ok,
+                  [&](const Fit& f) { return f.observables[name].value - f.paired[name].value; });
+  }
+  for (const Fit* f : ok) {
+    g.iterations += f->report.iterations;
+    g.converged_fraction += f->report.converged ? 1.0 : 0.0;
+    g.paired_converged_fraction += f->paired_converged ? 1.0 : 0.0;
+    g.seconds_per_run += f->report.seconds;
+  }
+  const double n = static_cast<double>(ok.size());
+  g.iterations /= n;
+  g.converged_fraction /= n;
+  g.paired_converged_fraction /= n;
+  g.seconds_per_run /= n;
+}
+
+int failed_fits(const std::vector<FitGroup>& groups) {
+  int failed = 0;
+  for (const FitGroup& g : groups) failed += g.failed;
+  return failed;
+}
+
+// The standard error the 1/d fit uses: a quantised observable is never known better than its
+// resolution allows (a uniform rounding error, step/√12, averaged over the seeds).
+double fit_standard_error(const FixedPointModel& model, const std::string& observable, const FitGroup& g,
+                          const stats::MeanSe& difference) {
+  const double step = model.resolution ? model.resolution(observable, g.size) : 0.0;
+  if (step <= 0 || difference.n <= 0) return difference.se;
+  return std::max(difference.se, step / std::sqrt(12.0 * difference.n));
+}
+
+}  // namespace
+}  // namespace fixed_point_harness
+
+using namespace fixed_point_harness;
+
+std::vector<FitGroup> run_fits(const FixedPointModel& model, const Params& p, const FixedPointSettings& settings,
+                               const std::vector<int>& sizes, const FixedPointRun* theory, const std::string& label,
+                               const RunContext& ctx) {
+  struct Job {
+    std::size_t group = 0, seed_index = 0;
+    double cost = 0;
+  };
+  std::vector<FitGroup> groups;
+  std::vector<Job> jobs;
+  for (std::size_t ia = 0; ia < settings.controls.size(); ++ia)
+    for (int d : sizes) {
+      FitGroup g;
+      g.control = settings.controls[ia];
+      g.control_index = ia;
+      g.size = d;
+      g.fits.resize(settings.seeds.size());
+      const double cost = model.cost ? model.cost(g.control, d) : g.control * std::pow(double(d), 3);
+      for (std::size_t s = 0; s < settings.seeds.size(); ++s) jobs.push_back({groups.size(), s, cost});
+      groups.push_back(std::move(g));
+    }
+  // The largest fits first: better load balance.
+  std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.cost > b.cost; });
+  Progress progress(label, static_cast<long>(jobs.size()), !ctx.quiet);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long k = 0; k < static_cast<long>(jobs.size()); ++k) {
+    if (interrupted()) continue;
+    const Job& job = jobs[static_cast<std::size_t>(k)];
+    FitGroup& g = groups[job.group];
+    FitPoint at;
+    at.control = g.control;
+    at.control_index = g.control_index;
+    at.size = g.size;
+    at.seed = settings.seeds[job.seed_index];
+    at.paired = theory != nullptr;
+    if (theory && theory->states.size() > g.control_index && theory->states[g.control_index].size() > 0)
+      at.theory_state = &theory->states[g.control_index];
+    g.fits[job.seed_index] = model.fit(p, at);
+    progress.advance();
+  }
+  progress.finish();
+  if (interrupted()) throw NumericalError("interrupted");
+  for (FitGroup& g : groups) summarise(g);
+  return groups;
+}
+
+Table fit_table(const FixedPointModel& model, const Params& p, const FixedPointSettings& settings,
+                const std::vector<FitGroup>& groups) {
+  if (groups.empty()) return Table({model.control, settings.size_name});
+  const FitGroup& first = groups.front();
+  std::vector<std::string> cols = {model.control, settings.size_name};
+  const auto fixed = [&](const FitGroup& g) {
+    return model.point_columns ? model.point_columns(p, g.control, g.size) : std::vector<std::pair<std::string, Cell>>{};
+  };
+  for (const auto& [name, value] : fixed(first)) cols.push_back(name);
+  for (const std::string& name : first.mean.names()) {
+    cols.push_back(name);
+    cols.push_back(name + "_se");
+  }
+  for (const char* c : {"seeds", "iterations", "converged_fraction", "seconds_per_run"}) cols.emplace_back(c);
+  for (const std::string& name : first.paired_mean.names())
+    for (const std::string& c : {model.paired_prefix + "_" + name, "paired_" + name + "_diff", "paired_" + name + "_diff_se"})
+      cols.push_back(c);
+  Table t(cols);
+  for (const FitGroup& g : groups) {
+    std::vector<Cell> row = {g.control, double(g.size)};
+    for (const auto& [name, value] : fixed(g)) row.push_back(value);
+    for (const std::string& name : first.mean.names()) {
+      const bool have = g.mean.has(name);
+      row.push_back(have ? g.mean[name].value : kNaN);
+      row.push_back(have ? g.mean[name].se : kNaN);
+    }
+    row.push_back(double(g.fits.size() - static_cast<std::size_t>(g.failed)));
+    for (double v : {g.iterations, g.converged_fraction, g.seconds_per_run}) row.push_back(v);
+    for (const std::string& name : first.paired_mean.names()) {
+      const bool have = g.paired_mean.has(name);
+      row.push_back(have ? g.paired_mean[name].value : kNaN);
+      row.push_back(have ? g.paired_difference[name].value : kNaN);
+      row.push_back(have ? g.paired_difference[name].se : kNaN);
+    }
+    t.add_row(row);
+  }
+  return t;
+}
+
+RunOutput fixed_point_curve(const FixedPointModel& model, const Params& p, RunContext& ctx) {
+  use_threads(ctx);
+  const FixedPointSettings s = model.settings(p);
+  const auto start = std::chrono::steady_clock::now();
+  const FixedPointRun run = model.theory(p)->curve(s.controls, true);
+  const double seconds = seconds_since(start);
+  RunOutput out;
+  out.tables["curve.csv"] = run.table;
+  out.info["theory_method"] = run.method;
+  out.info["solver"] = run.solver;
+  out.info["solver"]["seconds_per_fixed_point"] = seconds / std::max<double>(1, s.controls.size());
+  const int bad = unconverged_points(run);
+  out.summary = fmt::format("theory{}: {} values of {} ({}), {:.3f} s, {} not converged", describe(model, p),
+                            s.controls.size(), model.control, run.method, seconds, bad);
+  if (bad) out.exit_code = 3;
+  finish(model, p, "curve", {&s, &run, nullptr}, out);
+  return out;
+}
+
+RunOutput fixed_point_simulate(const FixedPointModel& model, const Params& p, RunContext& ctx) {
+  use_threads(ctx);
+  const FixedPointSettings s = model.settings(p);
+  const std::vector<FitGroup> fits = run_fits(model, p, s, {s.simulate_size}, nullptr, "simulate", ctx);
+  RunOutput out;
+  out.tables["sim.csv"] = fit_table(model, p, s, fits);
+  out.info["seeds"] = s.seeds;
+  out.info[s.size_name] = s.simulate_size;
+  const int failed = failed_fits(fits);
+  out.info["failed_fits"] = failed;
+  out.summary = fmt::format("simulate{}: {} = {}, {} values of {} x {} seeds, {} failed", describe(model, p), s.size_name,
+                            s.simulate_size, s.controls.size(), model.control, s.seeds.size(), failed);
+  if (failed) out.exit_code = 3;
+  finish(model, p, "simulate", {&s, nullptr, &fits}, out);
+  return out;
+}
+
+RunOutput fixed_point_validate(const FixedPointModel& model, const Params& p, RunContext& ctx) {
+  use_threads(ctx);
+  const FixedPointSettings s = model.settings(p);
+  if (s.seeds.size() < 2) throw InputError("seeds", "validate needs at least 2 seeds (standard errors over seeds)");
+  const FixedPointRun theory = model.theory(p)->curve(s.controls, true);
+  const std::vector<FitGroup> fits = run_fits(model, p, s, s.validate_sizes, &theory, "validate", ctx);
+  const bool paired = !fits.empty() && !fits.front().paired_mean.names().empty();
+
+  // Per control value and observable: the mean (paired) difference simulation − theory, measured at
+  // each d, extrapolated to d → ∞ must vanish.
+  InverseSizeCheck check({model.control, "observable"}, s.validate_sizes, s.criterion,
+                         paired ? DifferenceColumns{"paired_diff", "paired_se"} : DifferenceColumns{});
+  const int failed = failed_fits(fits);
+  for (std::size_t ia = 0; ia < s.controls.size(); ++ia)
+    for (const std::string& name : s.compared) {
+      const double predicted = theory.table.number(ia, name);
+      bool conditions = theory.table.number(ia, "converged") != 0 && failed == 0;
+      std::vector<SizeMeasurement> per_size;
+      for (const FitGroup& g : fits) {
+        if (g.control_index != ia) continue;
+        const Measured& sim = g.mean[name];
+        const int n = static_cast<int>(g.fits.size()) - g.failed;
+        const stats::MeanSe difference = paired ? stats::MeanSe{g.paired_difference[name].value, g.paired_difference[name].se, n}
+                                                : stats::MeanSe{sim.value - predicted, sim.se, n};
+        per_size.push_back({{sim.value, sim.se, n}, difference, fit_standard_error(model, name, g, difference)});
+        conditions = conditions && (!paired || g.paired_converged_fraction == 1.0);
+      }
+      check.add({s.controls[ia], name}, predicted, per_size, conditions);
+    }
+
+  RunOutput out;
+  out.tables["theory_points.csv"] = theory.table;
+  out.tables["sim.csv"] = fit_table(model, p, s, fits);
+  out.tables["validate.csv"] = check.table();
+  out.info["verdict"] = check.verdict(model.comparison);
+  out.info["verdict"]["failed_fits"] = failed;
+  out.info["dims"] = s.validate_sizes;
+  out.info["seeds"] = s.seeds;
+  out.info["theory_method"] = theory.method;
+  out.info["theory_solver"] = theory.solver;
+  out.exit_code = check.agree() ? 0 : 1;
+  out.summary = fmt::format("validate{}: {} of {} checks pass -> {}", describe(model, p), check.checks() - check.failures(),
+                            check.checks(), check.agree() ? "agree" : "DISAGREE");
+  finish(model, p, "validate", {&s, &theory, &fits}, out);
+  return out;
+}
+
+void add_fixed_point_commands(ModelEntry& entry, std::shared_ptr<const FixedPointModel> model) {
+  entry.commands["curve"] = [model](const Params& p, RunContext& ctx) { return fixed_point_curve(*model, p, ctx); };
+  entry.commands["simulate"] = [model](const Params& p, RunContext& ctx) { return fixed_point_simulate(*model, p, ctx); };
+  entry.commands["validate"] = [model](const Params& p, RunContext& ctx) { return fixed_point_validate(*model, p, ctx); };
+}
+
+}  // namespace hdat

@@ -1,0 +1,159 @@
+// The state-evolution harness (harness.hpp, FixedPointModel) on a model small enough to know exactly:
+// the theory says m(α) = α/(1+α); a fit at (α, d, seed) measures m(α) + b/d + g/√d, with g a standard
+// normal of the fit's own realisation (the paired theory sees it too, as a model's theory at a
+// sampled target spectrum does). A correct theory must agree, a theory off by a few percent must
+// not, and the paired comparison must remove the realisation's fluctuation.
+#include <doctest/doctest.h>
+
+#include <boost/random/normal_distribution.hpp>
+#include <cmath>
+
+#include "hdat/core/error.hpp"
+#include "hdat/core/harness.hpp"
+#include "hdat/core/random.hpp"
+
+using namespace hdat;
+
+namespace {
+
+double overlap(double alpha) { return alpha / (1 + alpha); }
+
+class ToyTheory final : public FixedPointTheory {
+ public:
+  explicit ToyTheory(double factor) : factor_(factor) {}
+  FixedPointRun curve(const std::vector<double>& alphas, bool) const override {
+    FixedPointRun run;
+    run.table = Table({"alpha", "m", "converged"});
+    for (double a : alphas) {
+      run.table.add_row({a, factor_ * overlap(a), 1.0});
+      run.states.push_back(Eigen::VectorXd::Constant(1, factor_ * overlap(a)));
+    }
+    run.method = "closed form";
+    return run;
+  }
+
+ private:
+  double factor_;
+};
+
+struct ToyOptions {
+  double theory_factor = 1;   // 1: the correct theory
+  double bias = 0.5;          // b of the b/d finite-size bias
+  bool paired = true;         // the fit reports the theory at its own realisation
+  double fluctuation = 1;     // amplitude of g/√d
+};
+
+FixedPointModel toy_model(const ToyOptions& o) {
+  FixedPointModel m;
+  m.theory = [o](const Params&) { return std::make_unique<ToyTheory>(o.theory_factor); };
+  m.fit = [o](const Params&, const FitPoint& at) {
+    auto eng = rng::engine(at.seed, static_cast<std::uint64_t>(at.size), rng::user + at.control_index);
+    const double g = boost::random::normal_distribution<double>()(eng) * o.fluctuation / std::sqrt(double(at.size));
+    Fit f;
+    f.observables.add("m", overlap(at.control) + o.bias / at.size + g).add("d_seen", at.size);
+    if (at.paired && o.paired) f.paired.add("m", o.theory_factor * overlap(at.control) + g);
+    f.report.converged = true;
+    f.report.iterations = 3;
+    return f;
+  };
+  m.settings = [](const Params& p) {
+    FixedPointSettings s;
+    s.controls = {0.5, 2.0};
+    s.simulate_size = 50;
+    s.validate_sizes = {50, 100, 200};
+    for (long k = 0; k < p.integer("seeds"); ++k) s.seeds.push_back(static_cast<std::uint64_t>(k));
+    s.criterion = {3.0, 0.0};
+    s.compared = {"m"};
+    return s;
+  };
+  return m;
+}
+
+Params toy_params(long seeds) {
+  static const ParamSet set = [] {
+    ParamSet s;
+    s.integer("seeds", 8, "fits per point", Range::at_least(1));
+    return s;
+  }();
+  return resolve(set, nlohmann::json::object(), {{"seeds", seeds}});
+}
+
+}  // namespace
+
+TEST_CASE("fixed-point harness: a correct theory agrees, paired or not; a wrong one disagrees") {
+  RunContext ctx;
+  ctx.quiet = true;
+  ctx.threads = 2;
+  const Params p = toy_params(16);
+  for (bool paired : {true, false}) {
+    CAPTURE(paired);
+    ToyOptions good;
+    good.paired = paired;
+    good.fluctuation = 0.1;  // unpaired: se(a) of the extrapolation ~0.004
+    const RunOutput ok = fixed_point_validate(toy_model(good), p, ctx);
+    CHECK(ok.exit_code == 0);
+    CHECK(ok.tables.at("validate.csv").rows() == 2);
+    ToyOptions wrong = good;
+    wrong.theory_factor = 1.1;  // 10% off (0.033 and 0.067): far outside 3 se(a)
+    CHECK(fixed_point_validate(toy_model(wrong), p, ctx).exit_code == 1);
+  }
+}
+
+TEST_CASE("fixed-point harness: pairing removes the realisation's fluctuation from the difference") {
+  RunContext ctx;
+  ctx.quiet = true;
+  const Params p = toy_params(8);
+  ToyOptions o;
+  o.fluctuation = 5;
+  const FixedPointModel model = toy_model(o);
+  const FixedPointSettings s = model.settings(p);
+  const FixedPointRun theory = model.theory(p)->curve(s.controls, true);
+  const std::vector<FitGroup> fits = run_fits(model, p, s, {100}, &theory, "test", ctx);
+  REQUIRE(fits.size() == 2);
+  for (const FitGroup& g : fits) {
+    CHECK(g.mean["m"].se > 0.1);                                   // 5/√100 /√8 ≈ 0.18
+    CHECK(g.paired_difference["m"].value == doctest::Approx(0.5 / 100).epsilon(1e-9));  // exactly b/d
+    CHECK(g.paired_difference["m"].se < 1e-12);
+    CHECK(g.iterations == 3);
+    CHECK(g.converged_fraction == 1);
+  }
+  const Table t = fit_table(model, p, s, fits);
+  for (const char* c : {"alpha", "d", "m", "m_se", "d_seen", "seeds", "theory_paired_m", "paired_m_diff", "paired_m_diff_se"})
+    CHECK_MESSAGE(t.has_column(c), c);
+  CHECK(t.number(1, "d_seen") == 100);
+}
+
+TEST_CASE("fixed-point harness: the results do not depend on the thread count; validate needs two seeds") {
+  const Params p = toy_params(6);
+  const FixedPointModel model = toy_model({});
+  RunContext one, two;
+  one.quiet = two.quiet = true;
+  one.threads = 1;
+  two.threads = 2;
+  const std::string a = fixed_point_simulate(model, p, one).tables.at("sim.csv").to_csv();
+  const std::string b = fixed_point_simulate(model, p, two).tables.at("sim.csv").to_csv();
+  CHECK(a == b);
+  CHECK_THROWS_AS(fixed_point_validate(model, toy_params(1), one), InputError);
+}
+
+TEST_CASE("fixed-point harness: a quantised observable's standard error is floored at its resolution") {
+  RunContext ctx;
+  ctx.quiet = true;
+  ToyOptions o;
+  o.paired = false;
+  o.fluctuation = 0.002;  // se(a) of the extrapolation ~1e-4 over d = 50, 100, 200 with 4 seeds
+  FixedPointModel model = toy_model(o);
+  const Params p = toy_params(4);
+  // A constant offset of 0.002 is 20 se(a) of the extrapolation...
+  model.fit = [base = model.fit](const Params& q, const FitPoint& at) {
+    Fit f = base(q, at);
+    Observables shifted;
+    shifted.add("m", f.observables["m"].value + 0.002);
+    f.observables = shifted;
+    return f;
+  };
+  CHECK(fixed_point_validate(model, p, ctx).exit_code == 1);
+  // ... but within the allowance, 3 se(a) = 0.004, of an observable known only to a step of 1/d.
+  model.resolution = [](const std::string&, int d) { return 1.0 / d; };
+  CHECK(fixed_point_validate(model, p, ctx).exit_code == 0);
+}
