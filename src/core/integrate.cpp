@@ -246,10 +246,10 @@ std::unique_ptr<StepAttempt> make_attempt(const CountedSystem& sys, const Integr
 
 }  // namespace
 
-IntegrateSummary integrate(const OdeSystem& f, const Eigen::VectorXd& x0, double t0, const std::vector<double>& times,
-                           const OdeObserver& observe, const IntegrateOptions& opt) {
-  opt.validate();
-  const auto start = Clock::now();
+namespace integrate_steps {
+namespace {
+
+IntegrateSummary started_summary(const IntegrateOptions& opt, double t0, const std::vector<double>& times) {
   IntegrateSummary sum;
   sum.stepper = stepper_name(opt.stepper);
   sum.rtol = opt.rtol;
@@ -259,150 +259,194 @@ IntegrateSummary integrate(const OdeSystem& f, const Eigen::VectorXd& x0, double
   sum.t_reached = t0;
   sum.t_requested = times.empty() ? t0 : times.back();
   sum.smallest_step = std::numeric_limits<double>::infinity();
-  auto finish = [&]() {
-    sum.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    if (sum.accepted_steps == 0) sum.smallest_step = 0;
-    return sum;
-  };
+  return sum;
+}
+
+void stop(IntegrateSummary& sum, IntegrateStatus status, std::string message) {
+  sum.status = status;
+  sum.message = std::move(message);
+}
+
+// One integration from (t0, x0) through the observation times: the state, the step in the
+// integration variable s (log time or t), and the next time to observe. Results go to `sum`.
+class Run {
+ public:
+  Run(const OdeSystem& f, const Eigen::VectorXd& x0, double t0, const std::vector<double>& times, const OdeObserver& observe,
+      const IntegrateOptions& opt, IntegrateSummary& sum)
+      : times_(times), observe_(observe), opt_(opt), sum_(sum), sys_{&f, &opt, &sum.rhs_calls, &sum.rhs_seconds, {}, {}},
+        n_(static_cast<std::size_t>(x0.size())), x0_(x0), t0_(t0), xobs_(x0.size()), s_end_(times.empty() ? 0 : s_of(times.back())),
+        s_(s_of(t0)), x_(x0.data(), x0.data() + n_), dxdt_(n_), xnew_(n_), dxnew_(n_), xinterp_(n_) {}
+
+  /// Observes the requested times equal to t0 and checks x0. False: nothing is left to integrate.
+  bool observe_start() {
+    while (next_ < times_.size() && times_[next_] == t0_) {
+      ++sum_.observations;
+      if (!observe_(t0_, x0_)) {
+        stop(sum_, IntegrateStatus::stopped_by_event, fmt::format("stopped by the observer at t={:g}", t0_));
+        return false;
+      }
+      ++next_;
+    }
+    for (Eigen::Index k = 0; k < x0_.size(); ++k)
+      if (!std::isfinite(x0_(k))) {
+        stop(sum_, IntegrateStatus::nonfinite, fmt::format("initial state is not finite in {}", name_of(opt_, static_cast<int>(k))));
+        return false;
+      }
+    return next_ < times_.size();
+  }
+
+  /// The one stepping loop: attempt, reject or accept, check, observe; until the last time or a stop.
+  void step_to_end() {
+    try {
+      sys_(x_, dxdt_, s_);
+      double dt = initial_step();
+      const std::unique_ptr<StepAttempt> attempt = make_attempt(sys_, opt_, &sum_.jacobian_calls);
+      while (next_ < times_.size())
+        if (out_of_steps(dt) || !attempt_step(*attempt, dt)) break;
+    } catch (const RhsFailure& e) {
+      if (e.component >= 0) stop(sum_, IntegrateStatus::nonfinite, fmt::format("{} in {} at t={:.6g}", e.what, name_of(opt_, e.component), e.t));
+      else stop(sum_, IntegrateStatus::failed, fmt::format("right-hand side failed at t={:.6g}: {}", e.t, e.what));
+    }
+  }
+
+ private:
+  double s_of(double t) const { return opt_.log_time ? std::log1p(t / opt_.time_scale) : t; }
+  double t_of(double s) const { return sys_.t_of(s); }
+
+  // Hairer's heuristic, simplified: a small fraction of |x| / |f| (dxdt already holds f(x0)).
+  double initial_step() const {
+    double dt = opt_.initial_step;
+    if (dt <= 0) {
+      double xn = 0, fn = 0;
+      for (std::size_t k = 0; k < n_; ++k) xn = std::max(xn, std::fabs(x_[k])), fn = std::max(fn, std::fabs(dxdt_[k]));
+      dt = 0.01 * std::max(xn, 1e-5) / std::max(fn, 1e-12);
+      dt = std::min(dt, 0.1 * (s_end_ - s_));
+      if (opt_.max_step > 0) dt = std::min(dt, opt_.max_step);
+    }
+    return std::max(dt, 1e-14 * std::max(1.0, std::fabs(s_end_ - s_)));
+  }
+
+  // The budget of steps and the smallest step the controller may take.
+  bool out_of_steps(double dt) {
+    if (sum_.accepted_steps + sum_.rejected_steps >= opt_.max_steps) {
+      stop(sum_, IntegrateStatus::max_steps, fmt::format("{} steps reached at t={:.6g}", opt_.max_steps, t_of(s_)));
+      return true;
+    }
+    if (dt < 1e-15 * std::max(1.0, std::fabs(s_))) {
+      stop(sum_, IntegrateStatus::step_underflow, fmt::format("step size underflow ({:.3g}) at t={:.6g}", dt, t_of(s_)));
+      return true;
+    }
+    return false;
+  }
+
+  // One step attempt of dt (the controller's next suggestion on return). A rejected step only changes
+  // dt; an accepted one is checked, observed and taken. False: stop here.
+  bool attempt_step(StepAttempt& attempt, double& dt) {
+    // A dense stepper only stops at the end (it never evaluates the system beyond it); the others
+    // at the next observation time.
+    const double s_target = attempt.dense() ? s_end_ : s_of(times_[next_]);
+    const bool hit = s_ + dt >= s_target;
+    double dt_try = hit ? s_target - s_ : dt;
+    const double h = dt_try, s_old = s_;
+    if (!attempt.try_step(x_, dxdt_, s_, xnew_, dxnew_, dt_try)) {
+      ++sum_.rejected_steps;
+      dt = dt_try;
+      return true;
+    }
+    if (!hit || attempt.dense()) dt = dt_try;  // keep the controller's suggestion unless the step was clipped
+    ++sum_.accepted_steps;
+    sum_.smallest_step = std::min(sum_.smallest_step, h);
+    sum_.largest_step = std::max(sum_.largest_step, h);
+    if (hit) s_ = s_target;
+    const bool fine = check_state(xnew_, s_);
+    // An event still observes the times the step passed.
+    const bool go_on = (fine || sum_.status == IntegrateStatus::stopped_by_event) && observe_through(attempt, s_old, s_);
+    x_.swap(xnew_), dxdt_.swap(dxnew_);
+    sum_.t_reached = t_of(s_);
+    return fine && go_on;
+  }
+
+  // Observation of every requested time in (s_old, s_new]: interpolated by a dense stepper, else the
+  // step landed on it.
+  bool observe_through(StepAttempt& attempt, double s_old, double s_new) {
+    while (next_ < times_.size() && s_of(times_[next_]) <= s_new * (1 + 1e-15) + 1e-300) {
+      if (attempt.dense()) {
+        const double so = std::min(s_of(times_[next_]), s_new);
+        attempt.interpolate(so, x_, dxdt_, s_old, xnew_, dxnew_, s_new, xinterp_);
+      } else {
+        xinterp_ = xnew_;
+      }
+      std::copy(xinterp_.begin(), xinterp_.end(), xobs_.data());
+      ++sum_.observations;
+      if (!observe_(times_[next_], xobs_)) {
+        stop(sum_, IntegrateStatus::stopped_by_event, fmt::format("stopped by the observer at t={:g}", times_[next_]));
+        return false;
+      }
+      ++next_;
+    }
+    return true;
+  }
+
+  // Checks after every accepted step: finite, bounded, event monitor.
+  bool check_state(const State& xs, double s_new) {
+    double biggest = 0;
+    int where = 0;
+    for (std::size_t k = 0; k < n_; ++k) {
+      if (!std::isfinite(xs[k])) {
+        stop(sum_, IntegrateStatus::nonfinite,
+             fmt::format("state became non-finite in {} at t={:.6g}", name_of(opt_, static_cast<int>(k)), t_of(s_new)));
+        return false;
+      }
+      if (std::fabs(xs[k]) > biggest) biggest = std::fabs(xs[k]), where = static_cast<int>(k);
+    }
+    if (biggest > opt_.divergence) {
+      stop(sum_, IntegrateStatus::diverged,
+           fmt::format("state diverged: |{}| = {:.3g} > {:g} at t={:.6g}", name_of(opt_, where), biggest, opt_.divergence, t_of(s_new)));
+      return false;
+    }
+    if (opt_.step_monitor) {
+      Eigen::Map<const Eigen::VectorXd> xm(xs.data(), static_cast<Eigen::Index>(n_));
+      if (!opt_.step_monitor(t_of(s_new), xm)) {
+        stop(sum_, IntegrateStatus::stopped_by_event, fmt::format("stopped by an event at t={:.6g}", t_of(s_new)));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  const std::vector<double>& times_;
+  const OdeObserver& observe_;
+  const IntegrateOptions& opt_;
+  IntegrateSummary& sum_;
+  CountedSystem sys_;
+  const std::size_t n_;
+  const Eigen::VectorXd& x0_;
+  const double t0_;
+  Eigen::VectorXd xobs_;
+  std::size_t next_ = 0;  // the first requested time not yet observed
+  const double s_end_;
+  double s_;
+  State x_, dxdt_, xnew_, dxnew_, xinterp_;
+};
+
+}  // namespace
+}  // namespace integrate_steps
+
+IntegrateSummary integrate(const OdeSystem& f, const Eigen::VectorXd& x0, double t0, const std::vector<double>& times,
+                           const OdeObserver& observe, const IntegrateOptions& opt) {
+  opt.validate();
+  const auto start = Clock::now();
+  IntegrateSummary sum = integrate_steps::started_summary(opt, t0, times);
   if (!std::is_sorted(times.begin(), times.end()) || (!times.empty() && times.front() < t0))
     throw std::invalid_argument("integrate: observation times must be sorted and >= t0");
   if (opt.log_time && !(t0 > -opt.time_scale))
     throw std::invalid_argument("integrate: log time needs t0 > -time_scale");
 
-  const std::size_t n = static_cast<std::size_t>(x0.size());
-  CountedSystem sys{&f, &opt, &sum.rhs_calls, &sum.rhs_seconds, {}, {}};
-  auto s_of = [&](double t) { return opt.log_time ? std::log1p(t / opt.time_scale) : t; };
-  auto t_of = [&](double s) { return sys.t_of(s); };
-
-  Eigen::VectorXd xobs(x0.size());
-  std::size_t next = 0;
-  // Observe the initial state if asked.
-  while (next < times.size() && times[next] == t0) {
-    ++sum.observations;
-    if (!observe(t0, x0)) {
-      sum.status = IntegrateStatus::stopped_by_event;
-      sum.message = fmt::format("stopped by the observer at t={:g}", t0);
-      return finish();
-    }
-    ++next;
-  }
-  for (Eigen::Index k = 0; k < x0.size(); ++k)
-    if (!std::isfinite(x0(k))) {
-      sum.status = IntegrateStatus::nonfinite;
-      sum.message = fmt::format("initial state is not finite in {}", name_of(opt, static_cast<int>(k)));
-      return finish();
-    }
-  if (next == times.size()) return finish();
-
-  const double s_end = s_of(times.back());
-  double s = s_of(t0);
-  State x(x0.data(), x0.data() + n), dxdt(n), xnew(n), dxnew(n), xinterp(n);
-
-  // Observation of every requested time in (s_old, s_new]: interpolated by a dense stepper, else the
-  // step landed on it.
-  auto observe_through = [&](StepAttempt& attempt, double s_old, double s_new) -> bool {
-    while (next < times.size() && s_of(times[next]) <= s_new * (1 + 1e-15) + 1e-300) {
-      if (attempt.dense()) {
-        const double so = std::min(s_of(times[next]), s_new);
-        attempt.interpolate(so, x, dxdt, s_old, xnew, dxnew, s_new, xinterp);
-      } else {
-        xinterp = xnew;
-      }
-      std::copy(xinterp.begin(), xinterp.end(), xobs.data());
-      ++sum.observations;
-      if (!observe(times[next], xobs)) {
-        sum.status = IntegrateStatus::stopped_by_event;
-        sum.message = fmt::format("stopped by the observer at t={:g}", times[next]);
-        return false;
-      }
-      ++next;
-    }
-    return true;
-  };
-  // Checks after every accepted step: finite, bounded, event monitor.
-  auto check_state = [&](const State& xs, double s_new) -> bool {
-    double biggest = 0;
-    int where = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      if (!std::isfinite(xs[k])) {
-        sum.status = IntegrateStatus::nonfinite;
-        sum.message = fmt::format("state became non-finite in {} at t={:.6g}", name_of(opt, static_cast<int>(k)), t_of(s_new));
-        return false;
-      }
-      if (std::fabs(xs[k]) > biggest) biggest = std::fabs(xs[k]), where = static_cast<int>(k);
-    }
-    if (biggest > opt.divergence) {
-      sum.status = IntegrateStatus::diverged;
-      sum.message = fmt::format("state diverged: |{}| = {:.3g} > {:g} at t={:.6g}", name_of(opt, where), biggest,
-                                opt.divergence, t_of(s_new));
-      return false;
-    }
-    if (opt.step_monitor) {
-      Eigen::Map<const Eigen::VectorXd> xm(xs.data(), static_cast<Eigen::Index>(n));
-      if (!opt.step_monitor(t_of(s_new), xm)) {
-        sum.status = IntegrateStatus::stopped_by_event;
-        sum.message = fmt::format("stopped by an event at t={:.6g}", t_of(s_new));
-        return false;
-      }
-    }
-    return true;
-  };
-
-  try {
-    sys(x, dxdt, s);
-    // Initial step (Hairer's heuristic, simplified): a small fraction of |x| / |f|.
-    double dt = opt.initial_step;
-    if (dt <= 0) {
-      double xn = 0, fn = 0;
-      for (std::size_t k = 0; k < n; ++k) xn = std::max(xn, std::fabs(x[k])), fn = std::max(fn, std::fabs(dxdt[k]));
-      dt = 0.01 * std::max(xn, 1e-5) / std::max(fn, 1e-12);
-      dt = std::min(dt, 0.1 * (s_end - s));
-      if (opt.max_step > 0) dt = std::min(dt, opt.max_step);
-    }
-    dt = std::max(dt, 1e-14 * std::max(1.0, std::fabs(s_end - s)));
-
-    const std::unique_ptr<StepAttempt> attempt = make_attempt(sys, opt, &sum.jacobian_calls);
-    // The one stepping loop: attempt, reject or accept, check, observe.
-    while (next < times.size()) {
-      if (sum.accepted_steps + sum.rejected_steps >= opt.max_steps) {
-        sum.status = IntegrateStatus::max_steps;
-        sum.message = fmt::format("{} steps reached at t={:.6g}", opt.max_steps, t_of(s));
-        break;
-      }
-      if (dt < 1e-15 * std::max(1.0, std::fabs(s))) {
-        sum.status = IntegrateStatus::step_underflow;
-        sum.message = fmt::format("step size underflow ({:.3g}) at t={:.6g}", dt, t_of(s));
-        break;
-      }
-      // A dense stepper only stops at the end (it never evaluates the system beyond it); the others
-      // at the next observation time.
-      const double s_target = attempt->dense() ? s_end : s_of(times[next]);
-      const bool hit = s + dt >= s_target;
-      double dt_try = hit ? s_target - s : dt;
-      const double h = dt_try, s_old = s;
-      if (!attempt->try_step(x, dxdt, s, xnew, dxnew, dt_try)) {
-        ++sum.rejected_steps;
-        dt = dt_try;
-        continue;
-      }
-      if (!hit || attempt->dense()) dt = dt_try;  // keep the controller's suggestion unless the step was clipped
-      ++sum.accepted_steps;
-      sum.smallest_step = std::min(sum.smallest_step, h);
-      sum.largest_step = std::max(sum.largest_step, h);
-      if (hit) s = s_target;
-      const bool fine = check_state(xnew, s);
-      const bool go_on = (fine || sum.status == IntegrateStatus::stopped_by_event) ? observe_through(*attempt, s_old, s) : false;
-      x.swap(xnew), dxdt.swap(dxnew);
-      sum.t_reached = t_of(s);
-      if (!fine || !go_on) break;
-    }
-  } catch (const RhsFailure& e) {
-    sum.status = e.component >= 0 ? IntegrateStatus::nonfinite : IntegrateStatus::failed;
-    sum.message = e.component >= 0
-                      ? fmt::format("{} in {} at t={:.6g}", e.what, name_of(opt, e.component), e.t)
-                      : fmt::format("right-hand side failed at t={:.6g}: {}", e.t, e.what);
-  }
-  return finish();
+  integrate_steps::Run run(f, x0, t0, times, observe, opt, sum);
+  if (run.observe_start()) run.step_to_end();
+  sum.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (sum.accepted_steps == 0) sum.smallest_step = 0;
+  return sum;
 }
 
 std::vector<double> log_spaced(double t_min, double t_max, int n, bool with_zero) {
