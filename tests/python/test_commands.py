@@ -33,7 +33,7 @@ SMALL = {
     ("polarization", "analyze"): POL,
     ("tied-attention", "curve"): TIED,
     ("tied-attention", "simulate"): TIED,
-    ("tied-attention", "validate"): dict(TIED, dims=[20, 30]),
+    ("tied-attention", "validate"): dict(TIED, dims=[20, 30], seeds=2),
     ("committee", "curve"): COMMITTEE,
     ("committee", "simulate"): COMMITTEE_SIM,
     ("committee", "validate"): dict(COMMITTEE_SIM, dims=[100, 200]),
