@@ -48,33 +48,50 @@ ParamSet& ParamSet::add(ParamSpec spec) {
   return *this;
 }
 
+namespace param_declaration {
+namespace {
+// A spec with no condition (ParamSet::when adds one): named fields, so that every member is set.
+ParamSpec unconditional(const std::string& key, ParamKind kind, json def, const std::string& doc, Range range = {},
+                        std::vector<std::string> choices = {}) {
+  ParamSpec spec;
+  spec.key = key;
+  spec.kind = kind;
+  spec.default_value = std::move(def);
+  spec.doc = doc;
+  spec.range = range;
+  spec.choices = std::move(choices);
+  return spec;
+}
+}  // namespace
+}  // namespace param_declaration
+
 ParamSet& ParamSet::real(const std::string& key, json def, const std::string& doc, Range r) {
-  return add({key, ParamKind::real, std::move(def), doc, r, {}});
+  return add(param_declaration::unconditional(key, ParamKind::real, std::move(def), doc, r));
 }
 ParamSet& ParamSet::integer(const std::string& key, json def, const std::string& doc, Range r) {
-  return add({key, ParamKind::integer, std::move(def), doc, r, {}});
+  return add(param_declaration::unconditional(key, ParamKind::integer, std::move(def), doc, r));
 }
 ParamSet& ParamSet::boolean(const std::string& key, json def, const std::string& doc) {
-  return add({key, ParamKind::boolean, std::move(def), doc, {}, {}});
+  return add(param_declaration::unconditional(key, ParamKind::boolean, std::move(def), doc));
 }
 ParamSet& ParamSet::text(const std::string& key, json def, const std::string& doc) {
-  return add({key, ParamKind::text, std::move(def), doc, {}, {}});
+  return add(param_declaration::unconditional(key, ParamKind::text, std::move(def), doc));
 }
 ParamSet& ParamSet::choice(const std::string& key, const std::string& def, std::vector<std::string> choices,
                            const std::string& doc) {
-  return add({key, ParamKind::choice, json(def), doc, {}, std::move(choices)});
+  return add(param_declaration::unconditional(key, ParamKind::choice, json(def), doc, {}, std::move(choices)));
 }
 ParamSet& ParamSet::real_list(const std::string& key, json def, const std::string& doc, Range r) {
-  return add({key, ParamKind::real_list, std::move(def), doc, r, {}});
+  return add(param_declaration::unconditional(key, ParamKind::real_list, std::move(def), doc, r));
 }
 ParamSet& ParamSet::int_list(const std::string& key, json def, const std::string& doc, Range r) {
-  return add({key, ParamKind::int_list, std::move(def), doc, r, {}});
+  return add(param_declaration::unconditional(key, ParamKind::int_list, std::move(def), doc, r));
 }
 ParamSet& ParamSet::real_matrix(const std::string& key, json def, const std::string& doc, Range r) {
-  return add({key, ParamKind::real_matrix, std::move(def), doc, r, {}});
+  return add(param_declaration::unconditional(key, ParamKind::real_matrix, std::move(def), doc, r));
 }
 ParamSet& ParamSet::any(const std::string& key, json def, const std::string& doc) {
-  return add({key, ParamKind::any, std::move(def), doc, {}, {}});
+  return add(param_declaration::unconditional(key, ParamKind::any, std::move(def), doc));
 }
 
 ParamSet& ParamSet::when(std::string condition, std::function<bool(const Params&)> applies, std::vector<std::string> reads) {
