@@ -75,13 +75,18 @@ struct SweepAxis {
 
 }  // namespace
 
-std::vector<fs::path> plot_sweep(const fs::path& dir, const SweepPlotOptions& o) {
-  const json run = read_run(dir);
-  if (run.value("command", "") != "sweep") throw InputError("DIR", dir.string() + " is not a sweep folder (run.json \"command\" is not \"sweep\")");
-  if (!fs::exists(dir / "sweep.csv")) throw InputError("DIR", "no sweep.csv in " + dir.string());
-  const Table t = Table::read_csv_file((dir / "sweep.csv").string());
+// The steps of plot_sweep: what to draw, against which axes, then heat maps or line plots.
+namespace sweep_figures {
+namespace {
+
+std::vector<SweepAxis> grid_axes(const json& run) {
   std::vector<SweepAxis> axes;
   for (const auto& a : run.at("grid")) axes.push_back({a.at("key"), a.at("values").get<std::vector<json>>(), a.value("log", false), a.value("numeric", false)});
+  return axes;
+}
+
+// The observables asked for (by label or spec), else all of the sweep's; each a column of sweep.csv.
+std::vector<std::string> requested_observables(const json& run, const Table& t, const SweepPlotOptions& o) {
   std::vector<std::string> labels;
   for (const auto& ob : run.at("observables")) labels.push_back(ob.at("label"));
   if (!o.observables.empty()) {
@@ -101,7 +106,11 @@ std::vector<fs::path> plot_sweep(const fs::path& dir, const SweepPlotOptions& o)
   }
   for (const auto& l : labels)
     if (!t.has_column(l)) throw InputError("DIR", fmt::format("sweep.csv has no column '{}'", l));
-  // An observable without a single finite value (e.g. an event that never happened) has nothing to draw.
+  return labels;
+}
+
+// An observable without a single finite value (e.g. an event that never happened) has nothing to draw.
+std::vector<std::string> drawable_observables(const std::vector<std::string>& labels, const Table& t) {
   std::vector<std::string> drawable;
   for (const auto& l : labels) {
     bool any = false;
@@ -109,9 +118,30 @@ std::vector<fs::path> plot_sweep(const fs::path& dir, const SweepPlotOptions& o)
     if (any) drawable.push_back(l);
     else fmt::print(stderr, "hdat plot: {} has no finite value in sweep.csv; not drawn\n", l);
   }
-  labels = drawable;
-  if (labels.empty()) throw InputError("DIR", "no observable of this sweep has a finite value: nothing to draw");
+  if (drawable.empty()) throw InputError("DIR", "no observable of this sweep has a finite value: nothing to draw");
+  return drawable;
+}
 
+// The swept keys on the figure (x, and y of a heat map) and the others, which make one heat map
+// each per combination of their values, or one line each.
+struct FigureAxes {
+  const SweepAxis* x = nullptr;
+  const SweepAxis* y = nullptr;
+  bool heat = false;
+  std::vector<const SweepAxis*> others;
+};
+
+const SweepAxis* axis_named(const std::vector<const SweepAxis*>& varying, const std::string& key, const char* option) {
+  for (const auto* a : varying)
+    if (a->key == key) return a;
+  std::string have;
+  for (const auto* a : varying) have += (have.empty() ? "" : ", ") + a->key;
+  throw InputError(option, fmt::format("'{}' is not a swept key with more than one value (swept: {})", key, have));
+}
+
+// The keys asked for, else x: the numeric key with most values (else the first swept), y: the next
+// numeric one. A heat map when asked, or by default for two numeric keys of at least four values.
+FigureAxes figure_axes(const std::vector<SweepAxis>& axes, const SweepPlotOptions& o) {
   std::vector<const SweepAxis*> varying, numeric;
   for (const auto& a : axes)
     if (a.values.size() > 1) {
@@ -120,146 +150,187 @@ std::vector<fs::path> plot_sweep(const fs::path& dir, const SweepPlotOptions& o)
     }
   if (varying.empty()) throw InputError("DIR", "the sweep has a single point: nothing to draw against");
   std::stable_sort(numeric.begin(), numeric.end(), [](const SweepAxis* a, const SweepAxis* b) { return a->values.size() > b->values.size(); });
-  auto axis_named = [&](const std::string& key, const char* option) -> const SweepAxis* {
-    for (const auto* a : varying)
-      if (a->key == key) return a;
-    std::string have;
-    for (const auto* a : varying) have += (have.empty() ? "" : ", ") + a->key;
-    throw InputError(option, fmt::format("'{}' is not a swept key with more than one value (swept: {})", key, have));
-  };
-  const SweepAxis* ax = !o.x.empty() ? axis_named(o.x, "--x") : !numeric.empty() ? numeric[0] : varying[0];
-  const SweepAxis* ay = nullptr;
-  if (!o.y.empty()) ay = axis_named(o.y, "--y");
+  FigureAxes f;
+  f.x = !o.x.empty() ? axis_named(varying, o.x, "--x") : !numeric.empty() ? numeric[0] : varying[0];
+  if (!o.y.empty()) f.y = axis_named(varying, o.y, "--y");
   else
     for (const auto* a : numeric)
-      if (a != ax) {
-        ay = a;
+      if (a != f.x) {
+        f.y = a;
         break;
       }
-  bool heat = false;
+  const SweepAxis *ax = f.x, *ay = f.y;
   if (o.kind == SweepPlotOptions::Kind::heatmap) {
     if (!ay || !ax->numeric || !ay->numeric) throw InputError("--heatmap", "needs two swept number keys with more than one value each");
-    heat = true;
+    f.heat = true;
   } else if (o.kind == SweepPlotOptions::Kind::automatic) {
-    heat = ay && ax->numeric && ay->numeric && (!o.y.empty() || (ax->values.size() >= 4 && ay->values.size() >= 4));
+    f.heat = ay && ax->numeric && ay->numeric && (!o.y.empty() || (ax->values.size() >= 4 && ay->values.size() >= 4));
   }
-  if (heat && ax == ay) throw InputError("--y", "x and y must be different keys");
-
-  // Which rows carry a result: failures and pending points are left blank.
-  auto usable = [&](std::size_t r) {
-    const std::string s = t.text(r, "status");
-    return s == "ok" || s == "disagree";
-  };
-  const std::string model = run.value("model", ""), mode = run.value("mode", "");
-  std::vector<fs::path> stems;
-
-  // The axes not on the figure: heat maps get one figure per combination of their values, line plots
-  // one line per combination.
-  std::vector<const SweepAxis*> others;
+  if (f.heat && ax == ay) throw InputError("--y", "x and y must be different keys");
   for (const auto* a : varying)
-    if (a != ax && !(heat && a == ay)) others.push_back(a);
-  auto combo_of = [&](std::size_t r) {
-    std::string s;
-    for (const auto* a : others) s += (s.empty() ? "" : ", ") + a->key + "=" + t.text(r, a->key);
-    return s;
-  };
-  std::vector<std::string> combos;  // in row (grid) order
-  for (std::size_t r = 0; r < t.rows(); ++r)
-    if (std::find(combos.begin(), combos.end(), combo_of(r)) == combos.end()) combos.push_back(combo_of(r));
+    if (a != ax && !(f.heat && a == ay)) f.others.push_back(a);
+  return f;
+}
 
-  auto x_position = [&](const SweepAxis& a, std::size_t r) {
-    const std::string k = t.text(r, a.key);
+// The rows of sweep.csv as the figures read them.
+class SweepRows {
+ public:
+  SweepRows(const Table& t, const FigureAxes& axes) : t_(t), axes_(axes) {
+    for (std::size_t r = 0; r < t.rows(); ++r)
+      if (std::find(combos_.begin(), combos_.end(), combo_of(r)) == combos_.end()) combos_.push_back(combo_of(r));
+  }
+  const Table& table() const { return t_; }
+  // Which rows carry a result: failures and pending points are left blank.
+  bool usable(std::size_t r) const {
+    const std::string s = t_.text(r, "status");
+    return s == "ok" || s == "disagree";
+  }
+  // The values of the keys not on the figure, "key=value, ..." ("" when there are none).
+  std::string combo_of(std::size_t r) const {
+    std::string s;
+    for (const auto* a : axes_.others) s += (s.empty() ? "" : ", ") + a->key + "=" + t_.text(r, a->key);
+    return s;
+  }
+  const std::vector<std::string>& combos() const { return combos_; }  // in row (grid) order
+  // The value of a numeric key, else the index of the row's value among the key's values.
+  double x_position(const SweepAxis& a, std::size_t r) const {
+    const std::string k = t_.text(r, a.key);
     for (std::size_t i = 0; i < a.values.size(); ++i)
       if (value_key(a.values[i]) == k) return a.numeric ? a.values[i].get<double>() : static_cast<double>(i);
     return kNaN;
-  };
-  auto axis_label = [](const SweepAxis& a) {
-    if (a.numeric) return a.key;
-    std::string l = a.key + " (";
-    for (std::size_t i = 0; i < a.values.size(); ++i) l += (i ? ", " : "") + std::to_string(i) + ": " + value_key(a.values[i]);
-    return l + ")";
-  };
-
-  if (heat) {
-    const std::size_t max_figures = 48;
-    for (const auto& label : labels)
-      for (std::size_t c = 0; c < combos.size() && c < max_figures; ++c) {
-        plot::Heatmap h;
-        h.xlabel = ax->key, h.ylabel = ay->key, h.zlabel = label;
-        h.title = fmt::format("{} {}: {}{}", model, mode, label, combos[c].empty() ? "" : " (" + combos[c] + ")");
-        for (const auto& v : ax->values) h.x.push_back(v.get<double>());
-        for (const auto& v : ay->values) h.y.push_back(v.get<double>());
-        h.z = Eigen::MatrixXd::Constant(static_cast<Eigen::Index>(h.x.size()), static_cast<Eigen::Index>(h.y.size()), kNaN);
-        for (std::size_t r = 0; r < t.rows(); ++r) {
-          if (combo_of(r) != combos[c] || !usable(r)) continue;
-          const std::string kx = t.text(r, ax->key), ky = t.text(r, ay->key);
-          for (std::size_t i = 0; i < ax->values.size(); ++i)
-            for (std::size_t j = 0; j < ay->values.size(); ++j)
-              if (value_key(ax->values[i]) == kx && value_key(ay->values[j]) == ky)
-                h.z(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = t.number(r, label);
-        }
-        h.contours = o.contours;
-        h.logx = ax->log, h.logy = ay->log;
-        plot::Figure f;
-        f.heatmap = h;
-        f.panel_width = 700, f.panel_height = 540;
-        const fs::path stem = dir / ("sweep_" + safe_name(label) + (combos[c].empty() ? "" : "_" + safe_name(combos[c])));
-        plot::render(f, stem);
-        stems.push_back(stem);
-      }
-    return stems;
   }
 
+ private:
+  const Table& t_;
+  const FigureAxes& axes_;
+  std::vector<std::string> combos_;
+};
+
+std::string axis_label(const SweepAxis& a) {
+  if (a.numeric) return a.key;
+  std::string l = a.key + " (";
+  for (std::size_t i = 0; i < a.values.size(); ++i) l += (i ? ", " : "") + std::to_string(i) + ": " + value_key(a.values[i]);
+  return l + ")";
+}
+
+plot::Heatmap heatmap_of(const SweepRows& rows, const FigureAxes& axes, const std::string& label, const std::string& combo,
+                         const std::string& title_prefix, const SweepPlotOptions& o) {
+  const Table& t = rows.table();
+  const SweepAxis &ax = *axes.x, &ay = *axes.y;
+  plot::Heatmap h;
+  h.xlabel = ax.key, h.ylabel = ay.key, h.zlabel = label;
+  h.title = fmt::format("{}: {}{}", title_prefix, label, combo.empty() ? "" : " (" + combo + ")");
+  for (const auto& v : ax.values) h.x.push_back(v.get<double>());
+  for (const auto& v : ay.values) h.y.push_back(v.get<double>());
+  h.z = Eigen::MatrixXd::Constant(static_cast<Eigen::Index>(h.x.size()), static_cast<Eigen::Index>(h.y.size()), kNaN);
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    if (rows.combo_of(r) != combo || !rows.usable(r)) continue;
+    const std::string kx = t.text(r, ax.key), ky = t.text(r, ay.key);
+    for (std::size_t i = 0; i < ax.values.size(); ++i)
+      for (std::size_t j = 0; j < ay.values.size(); ++j)
+        if (value_key(ax.values[i]) == kx && value_key(ay.values[j]) == ky)
+          h.z(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = t.number(r, label);
+  }
+  h.contours = o.contours;
+  h.logx = ax.log, h.logy = ay.log;
+  return h;
+}
+
+// One heat map per observable and combination of the other keys (at most 48 combinations).
+std::vector<fs::path> draw_heatmaps(const fs::path& dir, const SweepRows& rows, const FigureAxes& axes, const std::vector<std::string>& labels,
+                                    const std::string& title_prefix, const SweepPlotOptions& o) {
+  const std::size_t max_figures = 48;
+  const std::vector<std::string>& combos = rows.combos();
+  std::vector<fs::path> stems;
+  for (const auto& label : labels)
+    for (std::size_t c = 0; c < combos.size() && c < max_figures; ++c) {
+      plot::Figure f;
+      f.heatmap = heatmap_of(rows, axes, label, combos[c], title_prefix, o);
+      f.panel_width = 700, f.panel_height = 540;
+      const fs::path stem = dir / ("sweep_" + safe_name(label) + (combos[c].empty() ? "" : "_" + safe_name(combos[c])));
+      plot::render(f, stem);
+      stems.push_back(stem);
+    }
+  return stems;
+}
+
+// The line of one observable at one combination of the other keys, in x order (blank where no result).
+plot::Series line_of(const SweepRows& rows, const SweepAxis& ax, const std::string& label, const std::string& combo, const std::string& name) {
+  plot::Series s;
+  s.label = name;
+  s.style = plot::Style::linespoints;
+  std::vector<std::pair<double, double>> xy;
+  for (std::size_t r = 0; r < rows.table().rows(); ++r)
+    if (rows.combo_of(r) == combo) xy.emplace_back(rows.x_position(ax, r), rows.usable(r) ? rows.table().number(r, label) : kNaN);
+  std::sort(xy.begin(), xy.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [x, y] : xy) s.x.push_back(x), s.y.push_back(y);
+  return s;
+}
+
+// Every observable in one panel.
+plot::Panel panel_together(const SweepRows& rows, const SweepAxis& ax, const std::vector<std::string>& labels) {
+  plot::Panel p;
+  p.xlabel = axis_label(ax), p.ylabel = labels.size() == 1 ? labels[0] : "value";
+  p.logx = ax.log;
+  for (const auto& label : labels) {
+    std::vector<plot::Series> lines;
+    for (const auto& combo : rows.combos()) lines.push_back(line_of(rows, ax, label, combo, combo.empty() ? label : label + ", " + combo));
+    // An observable that does not depend on the other keys (the Bayes risk against the activation)
+    // is one reference line, not several on top of each other.
+    bool same = true;
+    for (const auto& l : lines) same = same && l.x == lines.front().x && l.y == lines.front().y;
+    if (same && lines.size() > 1) {
+      lines.resize(1);
+      lines.front().label = label;
+      lines.front().style = plot::Style::dashed;
+      lines.front().color = 7;  // grey
+    }
+    for (auto& l : lines) p.series.push_back(std::move(l));
+  }
+  auto_logy(p);
+  return p;
+}
+
+plot::Panel panel_of(const SweepRows& rows, const SweepAxis& ax, const std::string& label) {
+  plot::Panel p;
+  p.title = label;
+  p.xlabel = axis_label(ax), p.ylabel = label;
+  p.logx = ax.log;
+  for (const auto& combo : rows.combos()) p.series.push_back(line_of(rows, ax, label, combo, combo.empty() ? label : combo));
+  auto_logy(p);
+  return p;
+}
+
+// One figure DIR/sweep: a panel per observable, or all in one.
+fs::path draw_lines(const fs::path& dir, const SweepRows& rows, const FigureAxes& axes, const std::vector<std::string>& labels,
+                    const std::string& title_prefix, const SweepPlotOptions& o) {
   plot::Figure f;
-  f.title = fmt::format("{} {} sweep", model, mode);
-  auto series_for = [&](const std::string& label, const std::string& combo, const std::string& name) {
-    plot::Series s;
-    s.label = name;
-    s.style = plot::Style::linespoints;
-    std::vector<std::pair<double, double>> xy;
-    for (std::size_t r = 0; r < t.rows(); ++r)
-      if (combo_of(r) == combo) xy.emplace_back(x_position(*ax, r), usable(r) ? t.number(r, label) : kNaN);
-    std::sort(xy.begin(), xy.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [x, y] : xy) s.x.push_back(x), s.y.push_back(y);
-    return s;
-  };
-  if (o.together) {
-    plot::Panel p;
-    p.xlabel = axis_label(*ax), p.ylabel = labels.size() == 1 ? labels[0] : "value";
-    p.logx = ax->log;
-    for (const auto& label : labels) {
-      std::vector<plot::Series> lines;
-      for (const auto& combo : combos) lines.push_back(series_for(label, combo, combo.empty() ? label : label + ", " + combo));
-      // An observable that does not depend on the other keys (the Bayes risk against the activation)
-      // is one reference line, not several on top of each other.
-      bool same = true;
-      for (const auto& l : lines) same = same && l.x == lines.front().x && l.y == lines.front().y;
-      if (same && lines.size() > 1) {
-        lines.resize(1);
-        lines.front().label = label;
-        lines.front().style = plot::Style::dashed;
-        lines.front().color = 7;  // grey
-      }
-      for (auto& l : lines) p.series.push_back(std::move(l));
-    }
-    auto_logy(p);
-    f.panels.push_back(p);
-  } else {
-    for (const auto& label : labels) {
-      plot::Panel p;
-      p.title = label;
-      p.xlabel = axis_label(*ax), p.ylabel = label;
-      p.logx = ax->log;
-      for (const auto& combo : combos) p.series.push_back(series_for(label, combo, combo.empty() ? label : combo));
-      auto_logy(p);
-      f.panels.push_back(p);
-    }
-  }
+  f.title = title_prefix + " sweep";
+  if (o.together) f.panels.push_back(panel_together(rows, *axes.x, labels));
+  else
+    for (const auto& label : labels) f.panels.push_back(panel_of(rows, *axes.x, label));
   f.columns = f.panels.size() > 1 ? 2 : 1;
   const fs::path stem = dir / "sweep";
   plot::render(f, stem);
-  stems.push_back(stem);
-  return stems;
+  return stem;
+}
+
+}  // namespace
+}  // namespace sweep_figures
+
+std::vector<fs::path> plot_sweep(const fs::path& dir, const SweepPlotOptions& o) {
+  using namespace sweep_figures;
+  const json run = read_run(dir);
+  if (run.value("command", "") != "sweep") throw InputError("DIR", dir.string() + " is not a sweep folder (run.json \"command\" is not \"sweep\")");
+  if (!fs::exists(dir / "sweep.csv")) throw InputError("DIR", "no sweep.csv in " + dir.string());
+  const Table t = Table::read_csv_file((dir / "sweep.csv").string());
+  const std::vector<SweepAxis> axes = grid_axes(run);
+  const std::vector<std::string> labels = drawable_observables(requested_observables(run, t, o), t);
+  const FigureAxes on_figure = figure_axes(axes, o);
+  const SweepRows rows(t, on_figure);
+  const std::string title_prefix = fmt::format("{} {}", run.value("model", ""), run.value("mode", ""));
+  if (on_figure.heat) return draw_heatmaps(dir, rows, on_figure, labels, title_prefix, o);
+  return {draw_lines(dir, rows, on_figure, labels, title_prefix, o)};
 }
 
 std::vector<fs::path> plot_generic(const fs::path& dir) {
