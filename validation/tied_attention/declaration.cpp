@@ -223,17 +223,23 @@ struct SimRecord {
   Eigen::VectorXd eigenvalues;
 };
 
+// The finite-d training's settings for one run (its initialisation drawn from the run's seed).
+ErmOptions erm_options(const Params& p, std::uint64_t seed) {
+  ErmOptions o;
+  o.tol = p.real("erm_tol");
+  o.max_iter = p.integer("erm_max_iter");
+  o.width = p.real("kappa");
+  o.init_seed = seed;
+  return o;
+}
+
 SimRecord run_job(const Params& p, const SimJob& job, const std::string& training, bool paired_theory,
                   const Eigen::Vector3d* warm) {
   const double noise = p.real("noise"), lam = p.real("lambda");
   const long n = std::max(1L, std::lround(job.alpha * job.d * job.d));
   const auto replica = run_replica(job.d, job.ia);
   const auto seed = static_cast<std::uint64_t>(job.seed);
-  ErmOptions o;
-  o.tol = p.real("erm_tol");
-  o.max_iter = p.integer("erm_max_iter");
-  o.width = p.real("kappa");
-  o.init_seed = seed;
+  const ErmOptions o = erm_options(p, seed);
   SimRecord s;
   Eigen::MatrixXd S0;
   if (p.integer("T") == 1) {
@@ -327,11 +333,7 @@ CvRecord run_cv_job(const Params& p, const SimJob& job) {
   const long nval = std::max(100L, n / 4);
   const auto replica = run_replica(job.d, job.ia);
   const auto seed = static_cast<std::uint64_t>(job.seed);
-  ErmOptions o;
-  o.tol = p.real("erm_tol");
-  o.max_iter = p.integer("erm_max_iter");
-  o.width = p.real("kappa");
-  o.init_seed = seed;
+  const ErmOptions o = erm_options(p, seed);
   CvRecord rec;
   for (int k = 0; k < 2; ++k) {
     double best_val = 1e300;
