@@ -233,6 +233,22 @@ ErmOptions erm_options(const Params& p, std::uint64_t seed) {
   return o;
 }
 
+// What a run keeps of a finished training (matrix sensing's ErmResult or attention's AttentionResult).
+template <class Result>
+void record_fit(const Result& r, double test_error_clean, SimRecord& s) {
+  s.mse = r.mse;
+  s.train_loss = r.train_loss;
+  s.test_error = r.test_error;
+  s.test_error_clean = test_error_clean;
+  s.rank = r.rank;
+  s.trace = r.trace;
+  s.objective = r.objective;
+  s.seconds = r.wall_seconds;
+  s.iterations = r.iterations;
+  s.converged = r.converged;
+  s.eigenvalues = r.eigenvalues;
+}
+
 SimRecord run_job(const Params& p, const SimJob& job, const std::string& training, bool paired_theory,
                   const Eigen::Vector3d* warm) {
   const double noise = p.real("noise"), lam = p.real("lambda");
@@ -247,17 +263,7 @@ SimRecord run_job(const Params& p, const SimJob& job, const std::string& trainin
     const ErmResult r = training == "convex" ? train_convex(data, lam, o)
                         : training == "direct" ? train_direct(data, lam, o)
                                                : train_factorized(data, lam, o);
-    s.mse = r.mse;
-    s.train_loss = r.train_loss;
-    s.test_error = r.test_error;
-    s.test_error_clean = r.test_error - noise;
-    s.rank = r.rank;
-    s.trace = r.trace;
-    s.objective = r.objective;
-    s.seconds = r.wall_seconds;
-    s.iterations = r.iterations;
-    s.converged = r.converged;
-    s.eigenvalues = r.eigenvalues;
+    record_fit(r, r.test_error - noise, s);  // T = 1: the noise floor Δ of the test error is exact
     S0 = data.S0;
   } else {
     const AttentionSpec as = attention_spec(p, job.d, noise);
@@ -266,17 +272,7 @@ SimRecord run_job(const Params& p, const SimJob& job, const std::string& trainin
     const AttentionData train = make_attention_data(as, S0, n, seed, replica, rng::training_data);
     const AttentionData test = make_attention_data(as, S0, p.integer("test_samples"), seed, replica, rng::test_set);
     const AttentionResult r = train_attention(train, test, training, lam, o);
-    s.mse = r.mse;
-    s.train_loss = r.train_loss;
-    s.test_error = r.test_error;
-    s.test_error_clean = r.test_error_clean;
-    s.rank = r.rank;
-    s.trace = r.trace;
-    s.objective = r.objective;
-    s.seconds = r.wall_seconds;
-    s.iterations = r.iterations;
-    s.converged = r.converged;
-    s.eigenvalues = r.eigenvalues;
+    record_fit(r, r.test_error_clean, s);
   }
   if (paired_theory) {
     const TheoryCurve c = theory_curve(p, {job.alpha}, empirical_target(S0), 1, warm, false);
