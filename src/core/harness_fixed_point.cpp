@@ -2,7 +2,6 @@
 // theory along the control parameter, fits of the finite-d estimator over (control, d, seed), and
 // the 1/d extrapolation of their difference (finite_size_check.hpp).
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +11,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/harness.hpp"
 #include "hdat/core/output.hpp"
+#include "hdat/core/parallel_jobs.hpp"
 #include "hdat/core/progress.hpp"
 #include "hdat/core/statistics.hpp"
 
@@ -27,10 +27,6 @@ std::string describe(const FixedPointModel& model, const Params& p) {
 void finish(const FixedPointModel& model, const Params& p, const std::string& command, const FixedPointResults& results,
             RunOutput& out) {
   if (model.finish) model.finish(p, command, results, out);
-}
-
-void use_threads(const RunContext& ctx) {
-  if (ctx.threads > 0) omp_set_num_threads(ctx.threads);
 }
 
 int unconverged_points(const FixedPointRun& run) {
@@ -123,24 +119,22 @@ std::vector<FitGroup> run_fits(const FixedPointModel& model, const Params& p, co
   // The largest fits first: better load balance.
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.cost > b.cost; });
   Progress progress(label, static_cast<long>(jobs.size()), !ctx.quiet);
-#pragma omp parallel for schedule(dynamic, 1)
-  for (long k = 0; k < static_cast<long>(jobs.size()); ++k) {
-    if (interrupted()) continue;
-    const Job& job = jobs[static_cast<std::size_t>(k)];
-    FitGroup& g = groups[job.group];
-    FitPoint at;
-    at.control = g.control;
-    at.control_index = g.control_index;
-    at.size = g.size;
-    at.seed = settings.seeds[job.seed_index];
-    at.paired = theory != nullptr;
-    if (theory && theory->states.size() > g.control_index && theory->states[g.control_index].size() > 0)
-      at.theory_state = &theory->states[g.control_index];
-    g.fits[job.seed_index] = model.fit(p, at);
-    progress.advance();
-  }
-  progress.finish();
-  if (interrupted()) throw NumericalError("interrupted");
+  for_each_job(
+      jobs.size(),
+      [&](std::size_t k) {
+        const Job& job = jobs[k];
+        FitGroup& g = groups[job.group];
+        FitPoint at;
+        at.control = g.control;
+        at.control_index = g.control_index;
+        at.size = g.size;
+        at.seed = settings.seeds[job.seed_index];
+        at.paired = theory != nullptr;
+        if (theory && theory->states.size() > g.control_index && theory->states[g.control_index].size() > 0)
+          at.theory_state = &theory->states[g.control_index];
+        g.fits[job.seed_index] = model.fit(p, at);
+      },
+      &progress);
   for (FitGroup& g : groups) summarise(g);
   return groups;
 }
@@ -185,7 +179,7 @@ Table fit_table(const FixedPointModel& model, const Params& p, const FixedPointS
 }
 
 RunOutput fixed_point_curve(const FixedPointModel& model, const Params& p, RunContext& ctx) {
-  use_threads(ctx);
+  use_threads(ctx.threads);
   const FixedPointSettings s = model.settings(p);
   const auto start = std::chrono::steady_clock::now();
   const FixedPointRun run = model.theory(p)->curve(s.controls, true);
@@ -204,7 +198,7 @@ RunOutput fixed_point_curve(const FixedPointModel& model, const Params& p, RunCo
 }
 
 RunOutput fixed_point_simulate(const FixedPointModel& model, const Params& p, RunContext& ctx) {
-  use_threads(ctx);
+  use_threads(ctx.threads);
   const FixedPointSettings s = model.settings(p);
   const std::vector<FitGroup> fits = run_fits(model, p, s, {s.simulate_size}, nullptr, "simulate", ctx);
   RunOutput out;
@@ -221,7 +215,7 @@ RunOutput fixed_point_simulate(const FixedPointModel& model, const Params& p, Ru
 }
 
 RunOutput fixed_point_validate(const FixedPointModel& model, const Params& p, RunContext& ctx) {
-  use_threads(ctx);
+  use_threads(ctx.threads);
   const FixedPointSettings s = model.settings(p);
   if (s.seeds.size() < 2) throw InputError("seeds", "validate needs at least 2 seeds (standard errors over seeds)");
   const FixedPointRun theory = model.theory(p)->curve(s.controls, true);

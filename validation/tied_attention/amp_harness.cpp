@@ -10,6 +10,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/finite_size_check.hpp"
 #include "hdat/core/output.hpp"
+#include "hdat/core/parallel_jobs.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/progress.hpp"
 #include "hdat/tied_attention/harness.hpp"
@@ -83,13 +84,11 @@ std::map<SeKey, StateEvolutionRun> shared_state_evolutions(const Params& p, cons
     for (int d : dims)
       if (std::find(keys.begin(), keys.end(), se_key(p, ia, d)) == keys.end()) keys.push_back(se_key(p, ia, d));
   std::vector<StateEvolutionRun> runs(keys.size());
-#pragma omp parallel for schedule(dynamic, 1)
-  for (long k = 0; k < static_cast<long>(keys.size()); ++k) {
-    const SeKey& key = keys[static_cast<std::size_t>(k)];
-    const int d = key.second > 0 ? key.second : dims.front();
-    runs[static_cast<std::size_t>(k)] =
-        StateEvolution(state_evolution_options(p, target_law_at(p, d))).run(alphas[key.first], trajectory_length(p));
-  }
+  for_each_job(keys.size(), [&](std::size_t k) {
+    const int d = keys[k].second > 0 ? keys[k].second : dims.front();
+    runs[k] = StateEvolution(state_evolution_options(p, target_law_at(p, d))).run(alphas[keys[k].first],
+                                                                                   trajectory_length(p));
+  });
   std::map<SeKey, StateEvolutionRun> out;
   for (std::size_t k = 0; k < keys.size(); ++k) out[keys[k]] = std::move(runs[k]);
   return out;
@@ -112,17 +111,15 @@ AmpBatch run_batch(const Params& p, const std::vector<double>& alphas, const std
   });
   if (!oracle_prior(p)) b.shared = shared_state_evolutions(p, alphas, dims);
   b.runs.resize(b.jobs.size());
-  Progress prog("AMP", static_cast<long>(b.jobs.size()), !ctx.quiet);
-#pragma omp parallel for schedule(dynamic, 1)
-  for (long k = 0; k < static_cast<long>(b.jobs.size()); ++k) {
-    if (interrupted()) continue;
-    const AmpJob& job = b.jobs[static_cast<std::size_t>(k)];
-    const StateEvolutionRun* se = b.shared.empty() ? nullptr : &b.shared.at(se_key(p, job.ia, job.d));
-    b.runs[static_cast<std::size_t>(k)] = run_amp_job(p, job, se);
-    prog.advance();
-  }
-  prog.finish();
-  if (interrupted()) throw NumericalError("interrupted");
+  Progress progress("AMP", static_cast<long>(b.jobs.size()), !ctx.quiet);
+  for_each_job(
+      b.jobs.size(),
+      [&](std::size_t k) {
+        const AmpJob& job = b.jobs[k];
+        const StateEvolutionRun* se = b.shared.empty() ? nullptr : &b.shared.at(se_key(p, job.ia, job.d));
+        b.runs[k] = run_amp_job(p, job, se);
+      },
+      &progress);
   return b;
 }
 

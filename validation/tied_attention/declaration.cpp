@@ -1,7 +1,6 @@
 #include "hdat/tied_attention/harness.hpp"
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <Eigen/Eigenvalues>
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include "hdat/core/finite_size_check.hpp"
 #include "hdat/core/harness.hpp"
 #include "hdat/core/output.hpp"
+#include "hdat/core/parallel_jobs.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/progress.hpp"
 #include "hdat/core/random.hpp"
@@ -30,11 +30,6 @@ namespace hdat::tied {
 namespace {
 
 using json = nlohmann::json;
-
-
-void set_threads(const RunContext& ctx) {
-  if (ctx.threads > 0) omp_set_num_threads(ctx.threads);
-}
 
 // Number of linear measurements per sequence when the linear channel is used with T tokens:
 // T(T+1)/2 symmetric fields, each a T = 1 measurement (derivation.md §4.3).
@@ -372,15 +367,8 @@ Table simulate_lambda_compare(const Params& p, const std::vector<double>& alphas
   for (std::size_t ia = 0; ia < alphas.size(); ++ia)
     for (long s : seeds) jobs.push_back({alphas[ia], d, s, ia});
   std::vector<CvRecord> rec(jobs.size());
-  Progress prog("cross-validated factorised vs direct", static_cast<long>(jobs.size()), !ctx.quiet);
-#pragma omp parallel for schedule(dynamic, 1)
-  for (long k = 0; k < static_cast<long>(jobs.size()); ++k) {
-    if (interrupted()) continue;
-    rec[static_cast<std::size_t>(k)] = run_cv_job(p, jobs[static_cast<std::size_t>(k)]);
-    prog.advance();
-  }
-  prog.finish();
-  if (interrupted()) throw NumericalError("interrupted");
+  Progress progress("cross-validated factorised vs direct", static_cast<long>(jobs.size()), !ctx.quiet);
+  for_each_job(jobs.size(), [&](std::size_t k) { rec[k] = run_cv_job(p, jobs[k]); }, &progress);
   Table t({"alpha", "d", "training", "lambda_cv_mean", "test_error", "test_error_se", "mse", "mse_se", "seeds"});
   for (std::size_t ia = 0; ia < alphas.size(); ++ia)
     for (int k = 0; k < 2; ++k) {
@@ -776,7 +764,7 @@ const FixedPointModel& erm_model() {
 RunOutput curve_command(const Params& p, RunContext& ctx) { return fixed_point_curve(erm_model(), p, ctx); }
 
 RunOutput simulate_command(const Params& p, RunContext& ctx) {
-  set_threads(ctx);
+  use_threads(ctx.threads);
   if (p.text("estimator") == "amp") return amp_simulate_command(p, ctx);
   require_simulable(p);
   if (p.has("lambda_grid")) return erm_declaration::lambda_compare_simulate(p, ctx);
@@ -784,7 +772,7 @@ RunOutput simulate_command(const Params& p, RunContext& ctx) {
 }
 
 RunOutput validate_command(const Params& p, RunContext& ctx) {
-  set_threads(ctx);
+  use_threads(ctx.threads);
   if (p.text("estimator") == "amp") return amp_validate_command(p, ctx);
   require_simulable(p);
   return fixed_point_validate(erm_model(), p, ctx);
