@@ -254,6 +254,14 @@ json runs_json(const AmpBatch& b) {
   return a;
 }
 
+// The state evolution of the first run at (α index, d): with amp_prior=oracle each run has its own,
+// but their transients agree to O(1/d), so one of them places the checkpoints of that α.
+const StateEvolutionRun& state_evolution_at(const AmpBatch& b, std::size_t ia, int d) {
+  for (std::size_t k = 0; k < b.jobs.size(); ++k)
+    if (b.jobs[k].ia == ia && b.jobs[k].d == d) return b.runs[k].se;
+  throw std::logic_error("no AMP run at this alpha and d");
+}
+
 // The compared iterations: the SE's transient at 1, 2, 3, 4, 6, 8, 12, 16, ... until it has settled
 // (within 1e-4 Q0 of its end), and the last iterate (the fixed point). Consecutive iterates are
 // strongly correlated; a sparse set keeps the number of checks (and of false alarms) small.
@@ -422,7 +430,7 @@ RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
   for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
     const Trajectory& ref = tr.at({ia, dims.back()});
     const double Q0 = target_law_at(p, dims.back())->second_moment();
-    for (int t : checkpoints(b.runs.front().se, steps, Q0)) {  // the SE's transient is the same for every run to O(1/d)
+    for (int t : checkpoints(state_evolution_at(b, ia, dims.back()), steps, Q0)) {
       for (const char* obs : {"mse", "m"}) {
         const bool is_mse = std::string(obs) == "mse";
         const auto i = static_cast<std::size_t>(t);
