@@ -7,7 +7,7 @@
 #include "hdat/core/registry.hpp"
 #include "hdat/tied_attention/linear_t1.hpp"
 #include "hdat/tied_attention/model.hpp"
-#include "hdat/tied_attention/harness.hpp"
+#include "hdat/tied_attention/declaration.hpp"
 #include "hdat/tied_attention/sensing.hpp"
 
 using namespace hdat;

@@ -11,7 +11,7 @@
 #include "hdat/tied_attention/linear_t1.hpp"
 #include "hdat/tied_attention/model.hpp"
 #include "hdat/tied_attention/attention_erm.hpp"
-#include "hdat/tied_attention/harness.hpp"
+#include "hdat/tied_attention/declaration.hpp"
 
 using namespace hdat;
 using namespace hdat::tied;

@@ -1,4 +1,4 @@
-#include "hdat/tied_attention/harness.hpp"
+#include "hdat/tied_attention/declaration.hpp"
 
 #include <fmt/format.h>
 
@@ -16,7 +16,7 @@
 #include "hdat/core/plot.hpp"
 #include "hdat/core/progress.hpp"
 #include "hdat/core/random.hpp"
-#include "hdat/tied_attention/amp_harness.hpp"
+#include "hdat/tied_attention/bayes_optimal.hpp"
 #include "hdat/tied_attention/fixed_point.hpp"
 #include "hdat/tied_attention/linear_t1.hpp"
 #include "hdat/tied_attention/model.hpp"

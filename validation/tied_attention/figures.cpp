@@ -8,8 +8,8 @@
 
 #include "hdat/core/plot.hpp"
 #include "hdat/core/table.hpp"
-#include "hdat/tied_attention/amp_harness.hpp"
-#include "hdat/tied_attention/harness.hpp"
+#include "hdat/tied_attention/bayes_optimal.hpp"
+#include "hdat/tied_attention/declaration.hpp"
 
 namespace hdat::tied {
 

@@ -6,7 +6,7 @@
 #include "hdat/core/registry.hpp"
 #include "hdat/core/table.hpp"
 #include "hdat/tied_attention/model.hpp"
-#include "hdat/tied_attention/harness.hpp"
+#include "hdat/tied_attention/declaration.hpp"
 
 namespace hdat {
 

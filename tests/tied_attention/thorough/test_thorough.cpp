@@ -6,7 +6,7 @@
 #include "../../quiet_context.hpp"
 
 #include "hdat/tied_attention/model.hpp"
-#include "hdat/tied_attention/harness.hpp"
+#include "hdat/tied_attention/declaration.hpp"
 
 using namespace hdat;
 using namespace hdat::tied;

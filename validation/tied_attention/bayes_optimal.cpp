@@ -1,4 +1,4 @@
-#include "hdat/tied_attention/amp_harness.hpp"
+#include "hdat/tied_attention/bayes_optimal.hpp"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 #include "hdat/core/parallel_jobs.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/progress.hpp"
-#include "hdat/tied_attention/harness.hpp"
+#include "hdat/tied_attention/declaration.hpp"
 #include "hdat/tied_attention/model.hpp"
 #include "hdat/tied_attention/thresholds.hpp"
 #include "hdat/core/constants.hpp"
