@@ -1,15 +1,17 @@
 #include "hdat/core/normal_stream.hpp"
 
-#include <Random123/philox.h>
 #include <sleef.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "hdat/core/random.hpp"
 
-#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#if defined(__AES__) || defined(__VAES__)
 #include <immintrin.h>
+#endif
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__VAES__)
 #define HDAT_NORMAL_STREAM_AVX512 1
 #endif
 
@@ -17,27 +19,116 @@ namespace hdat::rng {
 
 // In a unity build this file shares a unit with others: its helpers live in a namespace of their own
 // (and have internal linkage, which also lets the compiler inline them into the block loop).
-namespace philox_box_muller {
+namespace ars_box_muller {
 namespace {
 
-constexpr std::size_t kBlock = 16;       // numbers per block
-constexpr std::size_t kPairs = 8;        // Philox counters per block
+constexpr std::size_t kBlock = 16;     // numbers per block
+constexpr std::size_t kPairs = 8;      // ARS counters per block
+constexpr int kRounds = 7;             // Random123's default for ARS-1xm128i
 constexpr double kTwoPow53 = 0x1p-53;
+constexpr std::uint64_t kWeylLow = 0x9E3779B97F4A7C15ull;   // the round keys' increments (Random123's
+constexpr std::uint64_t kWeylHigh = 0xBB67AE8584CAA73Bull;  // golden ratio and √3 − 1 as 64-bit words)
 
-std::uint32_t low_word(std::uint64_t x) { return static_cast<std::uint32_t>(x); }
-std::uint32_t high_word(std::uint64_t x) { return static_cast<std::uint32_t>(x >> 32); }
+// ---------------------------------------------------------------------------------------------
+// The AES round in plain C++ (FIPS-197; the semantics of the AESENC instruction): the reference on
+// every CPU. A 128-bit word is 16 bytes, byte 4c + r holding row r of column c.
+using Bytes = std::array<std::uint8_t, 16>;
 
-// One block on one lane: the formula of the header, counter by counter (Random123's Philox).
-void block_one_lane(std::uint64_t key, std::uint64_t block, double* out) {
-  const r123::Philox4x32 philox;
-  const r123::Philox4x32::key_type k = {{low_word(key), high_word(key)}};
+std::uint8_t times_x(std::uint8_t a) { return static_cast<std::uint8_t>((a << 1) ^ ((a & 0x80) ? 0x1B : 0)); }
+
+std::uint8_t gf_multiply(std::uint8_t a, std::uint8_t b) {
+  std::uint8_t product = 0;
+  for (; b != 0; b >>= 1, a = times_x(a))
+    if (b & 1) product ^= a;
+  return product;
+}
+
+// SubBytes: the multiplicative inverse in GF(2⁸) (0 ↦ 0), then the affine map of FIPS-197 §5.1.1.
+std::array<std::uint8_t, 256> make_sbox() {
+  std::array<std::uint8_t, 256> box{};
+  for (int x = 0; x < 256; ++x) {
+    std::uint8_t inverse = 0;
+    for (int y = 1; y < 256 && x != 0; ++y)
+      if (gf_multiply(static_cast<std::uint8_t>(x), static_cast<std::uint8_t>(y)) == 1) inverse = static_cast<std::uint8_t>(y);
+    auto rotl = [](std::uint8_t v, int k) { return static_cast<std::uint8_t>((v << k) | (v >> (8 - k))); };
+    box[x] = static_cast<std::uint8_t>(inverse ^ rotl(inverse, 1) ^ rotl(inverse, 2) ^ rotl(inverse, 3) ^ rotl(inverse, 4) ^ 0x63);
+  }
+  return box;
+}
+
+// One round: ShiftRows, SubBytes, MixColumns (not in the last round), then the round key added.
+Bytes aes_round(const Bytes& state, const Bytes& round_key, bool last) {
+  static const std::array<std::uint8_t, 256> sbox = make_sbox();
+  Bytes t{};
+  for (int c = 0; c < 4; ++c)
+    for (int r = 0; r < 4; ++r) t[4 * c + r] = sbox[state[4 * ((c + r) % 4) + r]];
+  if (!last)
+    for (int c = 0; c < 4; ++c) {
+      const std::uint8_t a0 = t[4 * c], a1 = t[4 * c + 1], a2 = t[4 * c + 2], a3 = t[4 * c + 3];
+      t[4 * c] = static_cast<std::uint8_t>(times_x(a0) ^ times_x(a1) ^ a1 ^ a2 ^ a3);
+      t[4 * c + 1] = static_cast<std::uint8_t>(a0 ^ times_x(a1) ^ times_x(a2) ^ a2 ^ a3);
+      t[4 * c + 2] = static_cast<std::uint8_t>(a0 ^ a1 ^ times_x(a2) ^ times_x(a3) ^ a3);
+      t[4 * c + 3] = static_cast<std::uint8_t>(times_x(a0) ^ a0 ^ a1 ^ a2 ^ times_x(a3));
+    }
+  for (int i = 0; i < 16; ++i) t[i] ^= round_key[i];
+  return t;
+}
+
+Bytes bytes_of(std::uint64_t low, std::uint64_t high) {
+  Bytes b{};
+  for (int i = 0; i < 8; ++i) {
+    b[i] = static_cast<std::uint8_t>(low >> (8 * i));
+    b[8 + i] = static_cast<std::uint8_t>(high >> (8 * i));
+  }
+  return b;
+}
+
+std::uint64_t word_of(const Bytes& b, int half) {
+  std::uint64_t w = 0;
+  for (int i = 7; i >= 0; --i) w = (w << 8) | b[8 * half + i];
+  return w;
+}
+
+struct Words {
+  std::uint64_t low, high;  // a_c and b_c
+};
+
+// ARS-7 of counter (c, 0) under key (key, 0): v = c ⊕ k, then six rounds and a last one, the round
+// key advancing by the Weyl increment (in each 64-bit half) before each.
+Words ars_portable(std::uint64_t key, std::uint64_t counter) {
+  std::uint64_t k_low = key, k_high = 0;
+  Bytes v = bytes_of(counter ^ key, 0);
+  for (int round = 1; round <= kRounds; ++round) {
+    k_low += kWeylLow, k_high += kWeylHigh;
+    v = aes_round(v, bytes_of(k_low, k_high), round == kRounds);
+  }
+  return {word_of(v, 0), word_of(v, 1)};
+}
+
+#if defined(__AES__)
+// The same with the AES-NI instruction on one lane.
+Words ars_one_lane(std::uint64_t key, std::uint64_t counter) {
+  const __m128i weyl = _mm_set_epi64x(static_cast<long long>(kWeylHigh), static_cast<long long>(kWeylLow));
+  __m128i k = _mm_set_epi64x(0, static_cast<long long>(key));
+  __m128i v = _mm_xor_si128(_mm_set_epi64x(0, static_cast<long long>(counter)), k);
+  for (int round = 1; round < kRounds; ++round) {
+    k = _mm_add_epi64(k, weyl);
+    v = _mm_aesenc_si128(v, k);
+  }
+  v = _mm_aesenclast_si128(v, _mm_add_epi64(k, weyl));
+  return {static_cast<std::uint64_t>(_mm_cvtsi128_si64(v)), static_cast<std::uint64_t>(_mm_extract_epi64(v, 1))};
+}
+#else
+Words ars_one_lane(std::uint64_t key, std::uint64_t counter) { return ars_portable(key, counter); }
+#endif
+
+// One block on one lane: the formula of the header, counter by counter.
+template <class Ars>
+void block_one_lane(std::uint64_t key, std::uint64_t block, double* out, Ars ars) {
   for (std::size_t j = 0; j < kPairs; ++j) {
-    const std::uint64_t c = kPairs * block + j;
-    const r123::Philox4x32::ctr_type r = philox({{low_word(c), high_word(c), 0, 0}}, k);
-    const std::uint64_t a = r[0] | (std::uint64_t{r[1]} << 32);
-    const std::uint64_t b = r[2] | (std::uint64_t{r[3]} << 32);
-    const double u1 = static_cast<double>((a >> 11) + 1) * kTwoPow53;
-    const double u2 = static_cast<double>(b >> 11) * kTwoPow53;
+    const Words w = ars(key, kPairs * block + j);
+    const double u1 = static_cast<double>((w.low >> 11) + 1) * kTwoPow53;
+    const double u2 = static_cast<double>(w.high >> 11) * kTwoPow53;
     const double rho = std::sqrt(-2.0 * Sleef_log_u35(u1));
     const Sleef_double2 sc = Sleef_sincospi_u35(2.0 * u2);  // x = sin(2π u₂), y = cos(2π u₂)
     out[j] = rho * sc.y;
@@ -46,93 +137,55 @@ void block_one_lane(std::uint64_t key, std::uint64_t block, double* out) {
 }
 
 #ifdef HDAT_NORMAL_STREAM_AVX512
-// High 32 bits of the 32 × 32-bit products, sixteen lanes (the even and odd lanes multiply apart).
-__m512i mulhi_epu32(__m512i x, __m512i m) {
-  const __m512i even = _mm512_srli_epi64(_mm512_mul_epu32(x, m), 32);
-  const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(x, 32), m);
-  return _mm512_mask_blend_epi32(0xAAAA, even, odd);
-}
-
-// Philox4x32-10 on sixteen counters at once: the rounds of Random123's philox4x32 (multipliers
-// 0xD2511F53, 0xCD9E8D57; Weyl key increments 0x9E3779B9, 0xBB67AE85). Tested against Random123.
-struct PhiloxWords {
-  __m512i r0, r1, r2, r3;  // the four output words of sixteen counters
-};
-
-PhiloxWords philox16(__m512i c0, __m512i c1, std::uint64_t key) {
-  const __m512i M0 = _mm512_set1_epi32(static_cast<int>(0xD2511F53u));
-  const __m512i M1 = _mm512_set1_epi32(static_cast<int>(0xCD9E8D57u));
-  const __m512i W0 = _mm512_set1_epi32(static_cast<int>(0x9E3779B9u));
-  const __m512i W1 = _mm512_set1_epi32(static_cast<int>(0xBB67AE85u));
-  __m512i k0 = _mm512_set1_epi32(static_cast<int>(low_word(key)));
-  __m512i k1 = _mm512_set1_epi32(static_cast<int>(high_word(key)));
-  __m512i c2 = _mm512_setzero_si512(), c3 = _mm512_setzero_si512();
-  for (int round = 0; round < 10; ++round) {
-    const __m512i hi0 = mulhi_epu32(c0, M0), lo0 = _mm512_mullo_epi32(c0, M0);
-    const __m512i hi1 = mulhi_epu32(c2, M1), lo1 = _mm512_mullo_epi32(c2, M1);
-    c0 = _mm512_xor_si512(_mm512_xor_si512(hi1, c1), k0);
-    c1 = lo1;
-    c2 = _mm512_xor_si512(_mm512_xor_si512(hi0, c3), k1);
-    c3 = lo0;
-    k0 = _mm512_add_epi32(k0, W0);
-    k1 = _mm512_add_epi32(k1, W1);
+// ARS-7 of the block's eight counters, four 128-bit lanes per register (VAES), then Box–Muller on
+// eight lanes: the a words of the eight counters in one register, the b words in another.
+void block_avx512(std::uint64_t key, std::uint64_t block, double* out) {
+  const __m512i weyl = _mm512_broadcast_i32x4(
+      _mm_set_epi64x(static_cast<long long>(kWeylHigh), static_cast<long long>(kWeylLow)));
+  const auto c = static_cast<long long>(kPairs * block);
+  __m512i k = _mm512_broadcast_i32x4(_mm_set_epi64x(0, static_cast<long long>(key)));
+  __m512i v0 = _mm512_xor_si512(_mm512_set_epi64(0, c + 3, 0, c + 2, 0, c + 1, 0, c), k);
+  __m512i v1 = _mm512_xor_si512(_mm512_set_epi64(0, c + 7, 0, c + 6, 0, c + 5, 0, c + 4), k);
+  for (int round = 1; round < kRounds; ++round) {
+    k = _mm512_add_epi64(k, weyl);
+    v0 = _mm512_aesenc_epi128(v0, k);
+    v1 = _mm512_aesenc_epi128(v1, k);
   }
-  return {c0, c1, c2, c3};
-}
-
-// Eight lanes (half = 0: lanes 0-7, 1: lanes 8-15) of two 32-bit words as 64-bit words low + 2³² high.
-__m512i join_words(__m512i low, __m512i high, int half) {
-  const __m256i l = half ? _mm512_extracti64x4_epi64(low, 1) : _mm512_castsi512_si256(low);
-  const __m256i h = half ? _mm512_extracti64x4_epi64(high, 1) : _mm512_castsi512_si256(high);
-  return _mm512_or_si512(_mm512_cvtepu32_epi64(l), _mm512_slli_epi64(_mm512_cvtepu32_epi64(h), 32));
-}
-
-// Blocks `block` and `block + 1` (32 numbers) into out: counters 8·block + lane for lanes 0..15.
-void two_blocks_avx512(std::uint64_t key, std::uint64_t block, double* out) {
-  const std::uint64_t first = kPairs * block;
-  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512i lo = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(low_word(first))), lane);
-  __m512i hi = _mm512_set1_epi32(static_cast<int>(high_word(first)));
-  const __mmask16 carry = _mm512_cmplt_epu32_mask(lo, lane);  // the low word wrapped around
-  hi = _mm512_mask_add_epi32(hi, carry, hi, _mm512_set1_epi32(1));
-  const PhiloxWords r = philox16(lo, hi, key);
+  k = _mm512_add_epi64(k, weyl);
+  v0 = _mm512_aesenclast_epi128(v0, k);
+  v1 = _mm512_aesenclast_epi128(v1, k);
+  const __m512i a = _mm512_permutex2var_epi64(v0, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), v1);
+  const __m512i b = _mm512_permutex2var_epi64(v0, _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1), v1);
   const __m512d scale = _mm512_set1_pd(kTwoPow53);
-  for (int half = 0; half < 2; ++half) {
-    const __m512i a = join_words(r.r0, r.r1, half), b = join_words(r.r2, r.r3, half);
-    const __m512d u1 = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_add_epi64(_mm512_srli_epi64(a, 11), _mm512_set1_epi64(1))), scale);
-    const __m512d u2 = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(b, 11)), scale);
-    const __m512d rho = _mm512_sqrt_pd(_mm512_mul_pd(_mm512_set1_pd(-2.0), Sleef_logd8_u35avx512f(u1)));
-    const Sleef___m512d_2 sc = Sleef_sincospid8_u35avx512f(_mm512_add_pd(u2, u2));
-    double* o = out + kBlock * half;
-    _mm512_storeu_pd(o, _mm512_mul_pd(rho, sc.y));
-    _mm512_storeu_pd(o + kPairs, _mm512_mul_pd(rho, sc.x));
-  }
+  const __m512d u1 = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_add_epi64(_mm512_srli_epi64(a, 11), _mm512_set1_epi64(1))), scale);
+  const __m512d u2 = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(b, 11)), scale);
+  const __m512d rho = _mm512_sqrt_pd(_mm512_mul_pd(_mm512_set1_pd(-2.0), Sleef_logd8_u35avx512f(u1)));
+  const Sleef___m512d_2 sc = Sleef_sincospid8_u35avx512f(_mm512_add_pd(u2, u2));
+  _mm512_storeu_pd(out, _mm512_mul_pd(rho, sc.y));
+  _mm512_storeu_pd(out + kPairs, _mm512_mul_pd(rho, sc.x));
 }
 #endif
 
 // `count` whole blocks from `block` on, contiguous in out.
 void whole_blocks(std::uint64_t key, std::uint64_t block, std::size_t count, double* out) {
 #ifdef HDAT_NORMAL_STREAM_AVX512
-  for (; count >= 2; count -= 2, block += 2, out += 2 * kBlock) two_blocks_avx512(key, block, out);
-  if (count == 1) {
-    double both[2 * kBlock];
-    two_blocks_avx512(key, block, both);
-    std::copy(both, both + kBlock, out);
-  }
+  for (; count > 0; --count, ++block, out += kBlock) block_avx512(key, block, out);
 #else
-  for (; count > 0; --count, ++block, out += kBlock) block_one_lane(key, block, out);
+  for (; count > 0; --count, ++block, out += kBlock) block_one_lane(key, block, out, ars_one_lane);
 #endif
 }
 
 }  // namespace
-}  // namespace philox_box_muller
+}  // namespace ars_box_muller
 
-using namespace philox_box_muller;
+using namespace ars_box_muller;
 
 NormalStream::NormalStream(std::uint64_t seed, std::uint64_t replica, std::uint64_t stream)
     : key_(stream_seed(seed, replica, stream)) {}
 
-void NormalStream::reference_block(std::uint64_t block, double* out) const { block_one_lane(key_, block, out); }
+void NormalStream::reference_block(std::uint64_t block, double* out) const {
+  block_one_lane(key_, block, out, ars_portable);
+}
 
 bool NormalStream::vectorised() {
 #ifdef HDAT_NORMAL_STREAM_AVX512

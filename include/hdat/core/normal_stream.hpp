@@ -5,17 +5,19 @@
 // numbers as one fill, and a stream can be read from any position without drawing what precedes it.
 //
 // The law (docs/architecture.md, "Random numbers"): the numbers come in blocks of 16; block b uses
-// the Philox4x32-10 counters c = 8b, ..., 8b + 7 (Random123; key = stream_seed(...) as two 32-bit
-// words, low first; counter words (c mod 2³², ⌊c / 2³²⌋, 0, 0)). The output r₀..r₃ of counter c
-// gives a_c = r₀ + 2³² r₁ and b_c = r₂ + 2³² r₃, and Box–Muller:
+// the ARS-7 counters c = 8b, ..., 8b + 7 (Random123's ARS-1xm128i, AES rounds keyed by a Weyl
+// sequence; key = (stream_seed(...), 0) and counter (c, 0) as two 64-bit words, low first). The
+// output of counter c, a_c (low word) and b_c (high word), gives by Box–Muller
 //   u₁ = (⌊a_c / 2¹¹⌋ + 1) 2⁻⁵³ ∈ (0, 1],  u₂ = ⌊b_c / 2¹¹⌋ 2⁻⁵³ ∈ [0, 1),  ρ = √(−2 ln u₁),
 //   number 16b + j = ρ cos(2π u₂) for j < 8 (c = 8b + j) and ρ sin(2π u₂) for j ≥ 8 (c = 8b + j − 8).
-// ln and sincos are SLEEF's (3.5 ulp), eight lanes at once with AVX-512; the one-lane path computes
-// the same formula with SLEEF's one-lane functions (their last bits may differ from the eight-lane
-// ones, so a stream is reproducible bit for bit within a build). Box–Muller rather than a ziggurat:
-// no rejection (every number is one counter's half, whatever the position) and, measured on this
-// machine, 424 against 316 M numbers/s for a vectorised ziggurat (whose gathers and 2.8% slow path
-// cost more than SLEEF's ln and sincos).
+// ln and sincos are SLEEF's (3.5 ulp). Three paths compute the same formula: eight lanes at once
+// with AVX-512 and VAES (the AES rounds of four counters per instruction), one lane with AES-NI, and
+// one lane in plain C++ (the reference, on any CPU). SLEEF's eight-lane and one-lane functions may
+// differ in the last bits, so a stream is reproducible bit for bit within a build. Why ARS and
+// Box–Muller: the AES rounds cost a quarter of Philox's multiplications per number (measured 630
+// against 410 M numbers/s on this machine's core), and Box–Muller needs no rejection (every number
+// is one counter's half, whatever the position), where a vectorised ziggurat measured 316 M/s (its
+// gathers and 2.8% slow path cost more than SLEEF's ln and sincos).
 #include <cstddef>
 #include <cstdint>
 
@@ -35,11 +37,11 @@ class NormalStream {
   void seek(std::uint64_t position) { position_ = position; }
   std::uint64_t key() const { return key_; }
 
-  /// Block `block` (16 numbers) by the formula above on one lane, counter by counter with
-  /// Random123's own Philox: the reference the vectorised path is tested against.
+  /// Block `block` (16 numbers) by the formula above on one lane, counter by counter, the AES rounds
+  /// in plain C++: the reference the fast paths (and it, Random123's ARS) are tested against.
   void reference_block(std::uint64_t block, double* out) const;
 
-  /// Whether this build computes eight lanes at once (AVX-512) or one.
+  /// Whether this build computes eight lanes at once (AVX-512 with VAES) or one.
   static bool vectorised();
 
  private:
