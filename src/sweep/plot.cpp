@@ -333,9 +333,12 @@ std::vector<fs::path> plot_sweep(const fs::path& dir, const SweepPlotOptions& o)
   return {draw_lines(dir, rows, on_figure, labels, title_prefix, o)};
 }
 
-std::vector<fs::path> plot_generic(const fs::path& dir) {
-  if (!fs::is_directory(dir)) throw InputError("DIR", "no such folder: " + dir.string());
-  const json run = read_run(dir);
+// The steps of plot_generic: each table of the folder, a panel per group of its columns.
+namespace generic_figures {
+namespace {
+
+// Every .csv of the folder that hdat can read as a table, by stem (hidden files left out).
+std::map<std::string, Table> folder_tables(const fs::path& dir) {
   std::vector<fs::path> csvs;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_regular_file() && e.path().extension() == ".csv" && e.path().filename().string().front() != '.') csvs.push_back(e.path());
@@ -348,116 +351,201 @@ std::vector<fs::path> plot_generic(const fs::path& dir) {
       // not a table hdat can read: no figure
     }
   }
-  const std::string title_prefix = run.contains("model") ? fmt::format("{} {}: ", run.value("model", ""), run.value("command", "")) : "";
-  static const std::regex block_re("^([A-Za-z][A-Za-z0-9]*)_([0-9]+)(_[0-9]+)?$");
-  static const std::vector<std::string> err_suffixes = {"_se", "_sd", "_std", "_err", "_stderr"};
-  auto is_number_column = [](const Table& t, std::size_t c) {
-    bool any_finite = false;
-    for (std::size_t r = 0; r < t.rows(); ++r) {
-      const Cell& cell = t.row(r)[c];
-      const double* d = std::get_if<double>(&cell);
-      if (!d) return false;
-      any_finite = any_finite || std::isfinite(*d);
-    }
-    return any_finite;
-  };
+  return tables;
+}
 
-  std::vector<fs::path> stems;
-  for (const auto& [stem_name, t] : tables) {
-    if (t.rows() == 0 || t.columns().size() < 2) continue;
-    const std::string xcol = t.columns()[0];
-    const bool x_numeric = is_number_column(t, 0);
-    std::vector<double> x;
-    for (std::size_t r = 0; r < t.rows(); ++r) x.push_back(x_numeric ? t.number(r, xcol) : static_cast<double>(r));
-    const bool logx = x_numeric && positive_span_over(x, 100.0);
-
-    std::set<std::string> errors;
-    std::map<std::string, std::string> error_of;
-    for (const auto& c : t.columns())
-      for (const auto& suf : err_suffixes)
-        if (c.size() > suf.size() && c.compare(c.size() - suf.size(), suf.size(), suf) == 0) {
-          const std::string base = c.substr(0, c.size() - suf.size());
-          if (t.has_column(base)) errors.insert(c), error_of[base] = c;
-        }
-    // Groups of columns, one panel each, in order of first appearance.
-    std::vector<std::pair<std::string, std::vector<std::string>>> groups;
-    for (std::size_t c = 1; c < t.columns().size(); ++c) {
-      const std::string& col = t.columns()[c];
-      if (errors.count(col) || !is_number_column(t, c)) continue;
-      std::smatch m;
-      const std::string g = std::regex_match(col, m, block_re) ? m[1].str() : col;
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& p) { return p.first == g; });
-      if (it == groups.end()) groups.push_back({g, {col}});
-      else it->second.push_back(col);
-    }
-    if (groups.empty()) continue;
-    // A simulation beside a theory curve is drawn over it.
-    const Table* sim = nullptr;
-    if (stem_name == "curve" && tables.count("sim") && !tables.at("sim").columns().empty() && tables.at("sim").columns()[0] == xcol)
-      sim = &tables.at("sim");
-    const bool points_style = stem_name.rfind("sim", 0) == 0 || t.rows() <= 12;
-
-    std::vector<plot::Panel> panels;
-    for (const auto& [g, cols] : groups) {
-      plot::Panel p;
-      const std::size_t shown = std::min<std::size_t>(cols.size(), 16);
-      p.title = cols.size() == 1 ? cols[0] : fmt::format("{}{}", g, shown < cols.size() ? fmt::format(" (first {} of {})", shown, cols.size()) : "");
-      p.xlabel = x_numeric ? xcol : "row";
-      p.ylabel = cols.size() == 1 ? cols[0] : g;
-      p.logx = logx;
-      for (std::size_t k = 0; k < shown; ++k) {
-        const std::string& col = cols[k];
-        plot::Series s;
-        s.label = cols.size() == 1 ? (sim ? "theory" : "") : col;
-        s.color = static_cast<int>(k);
-        const auto err = error_of.find(col);
-        s.style = points_style ? (err != error_of.end() ? plot::Style::errorbars : plot::Style::linespoints) : plot::Style::lines;
-        for (std::size_t r = 0; r < t.rows(); ++r) {
-          if (logx && !(x[r] > 0)) continue;
-          s.x.push_back(x[r]);
-          s.y.push_back(t.number(r, col));
-          if (s.style == plot::Style::errorbars) s.yerr.push_back(t.number(r, err->second));
-        }
-        p.series.push_back(std::move(s));
-        if (sim && sim->has_column(col)) {
-          plot::Series ss;
-          ss.label = cols.size() == 1 ? "simulation" : col + " (sim)";
-          ss.color = static_cast<int>(k);
-          const std::string se = sim->has_column(col + "_se") ? col + "_se" : "";
-          ss.style = se.empty() ? plot::Style::points : plot::Style::errorbars;
-          for (std::size_t r = 0; r < sim->rows(); ++r) {
-            const double sx = sim->number(r, xcol);
-            if (logx && !(sx > 0)) continue;
-            ss.x.push_back(sx);
-            ss.y.push_back(sim->number(r, col));
-            if (!se.empty()) ss.yerr.push_back(sim->number(r, se));
-          }
-          p.series.push_back(std::move(ss));
-        }
-      }
-      // Reference values in run.json named <something>_<column> (bayes_risk on the risk panel).
-      if (cols.size() == 1)
-        for (auto it = run.begin(); it != run.end(); ++it) {
-          const std::string& k = it.key();
-          const std::string suffix = "_" + cols[0];
-          if (it.value().is_number() && k.size() > suffix.size() && k.compare(k.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-              k.rfind("final", 0) != 0 && k.rfind("initial", 0) != 0)
-            p.hlines.emplace_back(it.value().get<double>(), k);
-        }
-      auto_logy(p);
-      panels.push_back(std::move(p));
-    }
-    const std::size_t per_figure = 12;
-    for (std::size_t first = 0, part = 1; first < panels.size(); first += per_figure, ++part) {
-      plot::Figure f;
-      f.title = title_prefix + stem_name + ".csv";
-      f.panels.assign(panels.begin() + static_cast<long>(first), panels.begin() + static_cast<long>(std::min(panels.size(), first + per_figure)));
-      f.columns = f.panels.size() == 1 ? 1 : f.panels.size() <= 4 ? 2 : 3;
-      const fs::path stem = dir / (part == 1 ? stem_name : fmt::format("{}_{}", stem_name, part));
-      plot::render(f, stem);
-      stems.push_back(stem);
-    }
+// Numbers only, and at least one of them finite.
+bool is_number_column(const Table& t, std::size_t c) {
+  bool any_finite = false;
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    const Cell& cell = t.row(r)[c];
+    const double* d = std::get_if<double>(&cell);
+    if (!d) return false;
+    any_finite = any_finite || std::isfinite(*d);
   }
+  return any_finite;
+}
+
+// The first column when it holds numbers (on a log scale when it spans over two decades), else the row index.
+struct XAxis {
+  std::string column;
+  bool numeric;
+  std::vector<double> values;
+  bool log;
+};
+
+XAxis x_axis(const Table& t) {
+  XAxis a;
+  a.column = t.columns()[0];
+  a.numeric = is_number_column(t, 0);
+  for (std::size_t r = 0; r < t.rows(); ++r) a.values.push_back(a.numeric ? t.number(r, a.column) : static_cast<double>(r));
+  a.log = a.numeric && positive_span_over(a.values, 100.0);
+  return a;
+}
+
+// Columns named <column>_se (or _sd, _std, _err, _stderr) beside <column> are its error bars, not curves.
+struct ErrorColumns {
+  std::set<std::string> all;
+  std::map<std::string, std::string> of;  // column -> its error column
+};
+
+ErrorColumns error_columns(const Table& t) {
+  static const std::vector<std::string> suffixes = {"_se", "_sd", "_std", "_err", "_stderr"};
+  ErrorColumns e;
+  for (const auto& c : t.columns())
+    for (const auto& suf : suffixes)
+      if (c.size() > suf.size() && c.compare(c.size() - suf.size(), suf.size(), suf) == 0) {
+        const std::string base = c.substr(0, c.size() - suf.size());
+        if (t.has_column(base)) e.all.insert(c), e.of[base] = c;
+      }
+  return e;
+}
+
+// The columns of one panel: one column, or a block q_0, q_1, ... (also Q_0_1, ...) named q.
+struct ColumnGroup {
+  std::string name;
+  std::vector<std::string> columns;
+};
+
+// The number columns after x, grouped, in order of first appearance.
+std::vector<ColumnGroup> column_groups(const Table& t, const ErrorColumns& errors) {
+  static const std::regex block_re("^([A-Za-z][A-Za-z0-9]*)_([0-9]+)(_[0-9]+)?$");
+  std::vector<ColumnGroup> groups;
+  for (std::size_t c = 1; c < t.columns().size(); ++c) {
+    const std::string& col = t.columns()[c];
+    if (errors.all.count(col) || !is_number_column(t, c)) continue;
+    std::smatch m;
+    const std::string g = std::regex_match(col, m, block_re) ? m[1].str() : col;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const ColumnGroup& p) { return p.name == g; });
+    if (it == groups.end()) groups.push_back({g, {col}});
+    else it->columns.push_back(col);
+  }
+  return groups;
+}
+
+// One table as its panels draw it.
+struct TableView {
+  const Table& table;
+  const XAxis& x;
+  const ErrorColumns& errors;
+  const Table* sim;  // a simulation drawn over this theory curve, or null
+  bool points;       // points (a simulation, a short table) rather than lines
+};
+
+// Column `col` against x, with its error bars when drawn as points; `alone` in its panel.
+plot::Series column_series(const TableView& v, const std::string& col, int color, bool alone) {
+  plot::Series s;
+  s.label = alone ? (v.sim ? "theory" : "") : col;
+  s.color = color;
+  const auto err = v.errors.of.find(col);
+  s.style = v.points ? (err != v.errors.of.end() ? plot::Style::errorbars : plot::Style::linespoints) : plot::Style::lines;
+  for (std::size_t r = 0; r < v.table.rows(); ++r) {
+    if (v.x.log && !(v.x.values[r] > 0)) continue;
+    s.x.push_back(v.x.values[r]);
+    s.y.push_back(v.table.number(r, col));
+    if (s.style == plot::Style::errorbars) s.yerr.push_back(v.table.number(r, err->second));
+  }
+  return s;
+}
+
+// The simulation's column `col`, with its standard errors when it has them.
+plot::Series sim_series(const TableView& v, const std::string& col, int color, bool alone) {
+  const Table& sim = *v.sim;
+  plot::Series ss;
+  ss.label = alone ? "simulation" : col + " (sim)";
+  ss.color = color;
+  const std::string se = sim.has_column(col + "_se") ? col + "_se" : "";
+  ss.style = se.empty() ? plot::Style::points : plot::Style::errorbars;
+  for (std::size_t r = 0; r < sim.rows(); ++r) {
+    const double sx = sim.number(r, v.x.column);
+    if (v.x.log && !(sx > 0)) continue;
+    ss.x.push_back(sx);
+    ss.y.push_back(sim.number(r, col));
+    if (!se.empty()) ss.yerr.push_back(sim.number(r, se));
+  }
+  return ss;
+}
+
+// Reference values in run.json named <something>_<column> (bayes_risk on the risk panel), except
+// the final_ and initial_ values, which are the curve's own ends.
+void add_reference_lines(plot::Panel& p, const json& run, const std::string& column) {
+  const std::string suffix = "_" + column;
+  for (auto it = run.begin(); it != run.end(); ++it) {
+    const std::string& k = it.key();
+    if (it.value().is_number() && k.size() > suffix.size() && k.compare(k.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+        k.rfind("final", 0) != 0 && k.rfind("initial", 0) != 0)
+      p.hlines.emplace_back(it.value().get<double>(), k);
+  }
+}
+
+// A panel of a group's first 16 columns, each over its simulation when there is one.
+plot::Panel group_panel(const TableView& v, const ColumnGroup& g, const json& run) {
+  const std::vector<std::string>& cols = g.columns;
+  const bool alone = cols.size() == 1;
+  const std::size_t shown = std::min<std::size_t>(cols.size(), 16);
+  plot::Panel p;
+  p.title = alone ? cols[0] : fmt::format("{}{}", g.name, shown < cols.size() ? fmt::format(" (first {} of {})", shown, cols.size()) : "");
+  p.xlabel = v.x.numeric ? v.x.column : "row";
+  p.ylabel = alone ? cols[0] : g.name;
+  p.logx = v.x.log;
+  for (std::size_t k = 0; k < shown; ++k) {
+    p.series.push_back(column_series(v, cols[k], static_cast<int>(k), alone));
+    if (v.sim && v.sim->has_column(cols[k])) p.series.push_back(sim_series(v, cols[k], static_cast<int>(k), alone));
+  }
+  if (alone) add_reference_lines(p, run, cols[0]);
+  auto_logy(p);
+  return p;
+}
+
+// The panels of one table (none when it has no number column to draw); `tables` for its simulation.
+std::vector<plot::Panel> table_panels(const std::string& stem_name, const Table& t, const std::map<std::string, Table>& tables,
+                                      const json& run) {
+  if (t.rows() == 0 || t.columns().size() < 2) return {};
+  const XAxis x = x_axis(t);
+  const ErrorColumns errors = error_columns(t);
+  const std::vector<ColumnGroup> groups = column_groups(t, errors);
+  if (groups.empty()) return {};
+  // A simulation beside a theory curve is drawn over it.
+  const auto sim = tables.find("sim");
+  const bool over_sim =
+      stem_name == "curve" && sim != tables.end() && !sim->second.columns().empty() && sim->second.columns()[0] == x.column;
+  const TableView v{.table = t, .x = x, .errors = errors, .sim = over_sim ? &sim->second : nullptr,
+                    .points = stem_name.rfind("sim", 0) == 0 || t.rows() <= 12};
+  std::vector<plot::Panel> panels;
+  for (const ColumnGroup& g : groups) panels.push_back(group_panel(v, g, run));
+  return panels;
+}
+
+// DIR/<stem>, then DIR/<stem>_2, ...: at most 12 panels a figure.
+std::vector<fs::path> render_panels(const fs::path& dir, const std::string& stem_name, const std::string& title,
+                                    const std::vector<plot::Panel>& panels) {
+  const std::size_t per_figure = 12;
+  std::vector<fs::path> stems;
+  for (std::size_t first = 0, part = 1; first < panels.size(); first += per_figure, ++part) {
+    plot::Figure f;
+    f.title = title;
+    f.panels.assign(panels.begin() + static_cast<long>(first), panels.begin() + static_cast<long>(std::min(panels.size(), first + per_figure)));
+    f.columns = f.panels.size() == 1 ? 1 : f.panels.size() <= 4 ? 2 : 3;
+    const fs::path stem = dir / (part == 1 ? stem_name : fmt::format("{}_{}", stem_name, part));
+    plot::render(f, stem);
+    stems.push_back(stem);
+  }
+  return stems;
+}
+
+}  // namespace
+}  // namespace generic_figures
+
+std::vector<fs::path> plot_generic(const fs::path& dir) {
+  using namespace generic_figures;
+  if (!fs::is_directory(dir)) throw InputError("DIR", "no such folder: " + dir.string());
+  const json run = read_run(dir);
+  const std::map<std::string, Table> tables = folder_tables(dir);
+  const std::string title_prefix = run.contains("model") ? fmt::format("{} {}: ", run.value("model", ""), run.value("command", "")) : "";
+  std::vector<fs::path> stems;
+  for (const auto& [stem_name, t] : tables)
+    for (const fs::path& stem : render_panels(dir, stem_name, title_prefix + stem_name + ".csv", table_panels(stem_name, t, tables, run)))
+      stems.push_back(stem);
   return stems;
 }
 

@@ -57,143 +57,228 @@ std::vector<int> removal_order(const std::string& ranking, const HeadScores& s, 
   return order;
 }
 
-template <class Scalar>
-SparsifyOutput sparsify(const llama::Transformer<Scalar>& model, const HeadScores& scores, const Params& params,
-                        const Settings& settings, int tokens) {
-  const int D = static_cast<int>(params.integer("sparsify.documents"));
-  const int step = static_cast<int>(params.integer("sparsify.step"));
-  const int R = static_cast<int>(params.integer("sparsify.random_orders"));
-  const double break_delta = params.real("sparsify.break_delta");
-  const std::vector<Role> class_order = parse_class_order(params.text("sparsify.order"), "sparsify.order");
-  const int L = scores.layers, H = scores.heads, n = L * H;
+// The steps of sparsify: the held-out documents, the head sets to remove, one forward pass per
+// (head set, document), then the curve of each ranking and the table of single heads.
+namespace sparsify_steps {
+namespace {
 
-  // Held-out documents: temperature-1 samples from another stream than the analysed documents.
-  std::vector<std::vector<int>> held(D);
+const char* const kRankings[] = {"taxonomy", "write_norm", "entropy"};  // the deterministic ones
+
+// Temperature-1 samples from another stream than the analysed documents.
+template <class Scalar>
+std::vector<std::vector<int>> held_out_documents(const llama::Transformer<Scalar>& model, int documents, int tokens,
+                                                 const Settings& settings) {
+  std::vector<std::vector<int>> held(documents);
 #pragma omp parallel for schedule(dynamic) num_threads(settings.threads)
-  for (int d = 0; d < D; ++d) {
+  for (int d = 0; d < documents; ++d) {
     rng::Engine e = rng::engine(settings.seed, d, kHeldOutStream);
     held[d] = llama::sample(model, tokens, 1.0, e).tokens;
   }
+  return held;
+}
 
-  // Every configuration to measure: (ranking, heads removed) prefixes, and single heads.
-  struct Config {
-    std::string ranking;
-    int removed;
-    std::vector<int> heads;
-  };
-  std::vector<Config> configs;
-  configs.push_back({"none", 0, {}});
-  std::vector<std::pair<std::string, std::vector<int>>> orders;
-  for (const char* r : {"taxonomy", "write_norm", "entropy"}) orders.push_back({r, removal_order(r, scores, class_order)});
-  for (int r = 0; r < R; ++r) {
-    std::vector<int> perm(static_cast<std::size_t>(n));
-    std::iota(perm.begin(), perm.end(), 0);
-    rng::Engine e = rng::engine(settings.seed, r, kRandomOrderStream);
-    for (int i = n - 1; i > 0; --i) {
-      boost::random::uniform_int_distribution<int> pick(0, i);
-      std::swap(perm[i], perm[pick(e)]);
-    }
-    orders.push_back({fmt::format("random{}", r), perm});
+// The r-th random removal order of the n heads (a Fisher-Yates shuffle).
+std::vector<int> random_order(int n, std::uint64_t seed, int r) {
+  std::vector<int> perm(static_cast<std::size_t>(n));
+  std::iota(perm.begin(), perm.end(), 0);
+  rng::Engine e = rng::engine(seed, r, kRandomOrderStream);
+  for (int i = n - 1; i > 0; --i) {
+    boost::random::uniform_int_distribution<int> pick(0, i);
+    std::swap(perm[i], perm[pick(e)]);
   }
-  std::vector<int> counts;
-  for (int k = step; k < n; k += step) counts.push_back(k);
-  counts.push_back(n);
-  for (const auto& [name, order] : orders)
-    for (int k : counts) configs.push_back({name, k, std::vector<int>(order.begin(), order.begin() + k)});
-  const std::size_t first_single = configs.size();
-  for (int i = 0; i < n; ++i) configs.push_back({"single", 1, {i}});
+  return perm;
+}
 
-  // All (configuration, document) passes in parallel; results stored by index (thread-count independent).
-  const std::size_t tasks = configs.size() * static_cast<std::size_t>(D);
+struct RemovalOrder {
+  std::string ranking;     // "taxonomy", ..., "random0", "random1", ...
+  std::vector<int> heads;  // all heads, the first removed first
+};
+
+std::vector<RemovalOrder> removal_orders(const HeadScores& scores, const std::vector<Role>& class_order, int random_orders,
+                                         std::uint64_t seed) {
+  std::vector<RemovalOrder> orders;
+  for (const char* r : kRankings) orders.push_back({r, removal_order(r, scores, class_order)});
+  const int n = scores.layers * scores.heads;
+  for (int r = 0; r < random_orders; ++r) orders.push_back({fmt::format("random{}", r), random_order(n, seed, r)});
+  return orders;
+}
+
+// Heads removed together: the first `removed` of a ranking's order, or a single head.
+struct HeadSet {
+  std::string ranking;
+  int removed;
+  std::vector<int> heads;
+};
+
+// Every head set to measure: none (the reference), each order's prefixes, then each head alone.
+struct HeadSets {
+  std::vector<HeadSet> sets;
+  std::vector<int> counts;   // the prefix lengths: every `step` heads, and all of them
+  std::size_t first_single;  // the index of the first single head
+};
+
+HeadSets head_sets(const std::vector<RemovalOrder>& orders, int n, int step) {
+  HeadSets plan;
+  plan.sets.push_back({"none", 0, {}});
+  for (int k = step; k < n; k += step) plan.counts.push_back(k);
+  plan.counts.push_back(n);
+  for (const auto& [name, order] : orders)
+    for (int k : plan.counts) plan.sets.push_back({name, k, std::vector<int>(order.begin(), order.begin() + k)});
+  plan.first_single = plan.sets.size();
+  for (int i = 0; i < n; ++i) plan.sets.push_back({"single", 1, {i}});
+  return plan;
+}
+
+// The mean NLL of each (head set, document) at index set * documents + document. All passes run
+// in parallel with their results stored by index, so that they do not depend on the thread count.
+template <class Scalar>
+std::vector<double> measure_nll(const llama::Transformer<Scalar>& model, const HeadScores& scores, const std::vector<HeadSet>& sets,
+                                const std::vector<std::vector<int>>& held, const Settings& settings) {
+  const int D = static_cast<int>(held.size());
+  const std::size_t tasks = sets.size() * static_cast<std::size_t>(D);
   std::vector<double> nll(tasks, NAN);
   Progress progress("sparsify", static_cast<long>(tasks), !settings.quiet);
 #pragma omp parallel for schedule(dynamic) num_threads(settings.threads)
   for (std::size_t task = 0; task < tasks; ++task) {
     if (interrupted()) continue;
-    const Config& c = configs[task / D];
+    const HeadSet& c = sets[task / D];
     const int d = static_cast<int>(task % D);
-    llama::HeadGates gates = llama::HeadGates::Ones(L, H);
-    for (int i : c.heads) gates(i / H, i % H) = 0.0;
+    llama::HeadGates gates = llama::HeadGates::Ones(scores.layers, scores.heads);
+    for (int i : c.heads) gates(i / scores.heads, i % scores.heads) = 0.0;
     const Eigen::MatrixXd logits = model.forward(held[d], nullptr, &gates);
     nll[task] = llama::mean_nll(logits, held[d]);
     progress.advance();
   }
   progress.finish();
   if (interrupted()) throw NumericalError("interrupted during sparsification");
+  return nll;
+}
 
-  auto doc_nll = [&](std::size_t config) { return std::vector<double>(nll.begin() + config * D, nll.begin() + (config + 1) * D); };
-  const std::vector<double> base = doc_nll(0);
-  const double base_mean = std::accumulate(base.begin(), base.end(), 0.0) / D;
-  auto delta_stats = [&](std::size_t config) {
-    const std::vector<double> v = doc_nll(config);
+// Over the documents: the mean NLL with a head set removed, its mean increase over the
+// reference's and the standard error of that increase.
+struct DeltaStats {
+  double nll, delta, delta_se;
+};
+
+class NllIncrease {
+ public:
+  NllIncrease(std::vector<double> nll, int documents) : nll_(std::move(nll)), D_(documents), base_(document_nll(0)) {}
+  double base_mean() const { return std::accumulate(base_.begin(), base_.end(), 0.0) / D_; }
+  DeltaStats of(std::size_t set) const {
+    const std::vector<double> v = document_nll(set);
     double m = 0, m_nll = 0;
-    for (int d = 0; d < D; ++d) {
-      m += (v[d] - base[d]) / D;
-      m_nll += v[d] / D;
+    for (int d = 0; d < D_; ++d) {
+      m += (v[d] - base_[d]) / D_;
+      m_nll += v[d] / D_;
     }
     double var = 0;
-    for (int d = 0; d < D; ++d) var += std::pow(v[d] - base[d] - m, 2);
-    const double se = D > 1 ? std::sqrt(var / (D - 1) / D) : NAN;
-    return std::array<double, 3>{m_nll, m, se};
-  };
+    for (int d = 0; d < D_; ++d) var += std::pow(v[d] - base_[d] - m, 2);
+    const double se = D_ > 1 ? std::sqrt(var / (D_ - 1) / D_) : NAN;
+    return {m_nll, m, se};
+  }
 
-  SparsifyOutput out;
-  out.curve = Table({"ranking", "removed", "fraction", "nll", "delta", "delta_se", "delta_sd_orders"});
-  out.curve.add_row({std::string("none"), 0.0, 0.0, base_mean, 0.0, 0.0, NAN});
-  nlohmann::json mean_delta = nlohmann::json::object();
-  // Deterministic rankings.
-  for (const char* r : {"taxonomy", "write_norm", "entropy"}) {
+ private:
+  std::vector<double> document_nll(std::size_t set) const {
+    return std::vector<double>(nll_.begin() + set * D_, nll_.begin() + (set + 1) * D_);
+  }
+  std::vector<double> nll_;
+  int D_;
+  std::vector<double> base_;  // the reference: no head removed
+};
+
+// The curve of each deterministic ranking; `mean_delta` gets its mean increase over the prefixes.
+void add_ranking_rows(Table& curve, nlohmann::json& mean_delta, const HeadSets& plan, const NllIncrease& increase, int n) {
+  for (const char* r : kRankings) {
     double area = 0;
-    for (std::size_t c = 1; c < first_single; ++c) {
-      if (configs[c].ranking != r) continue;
-      const auto s = delta_stats(c);
-      out.curve.add_row({std::string(r), double(configs[c].removed), double(configs[c].removed) / n, s[0], s[1], s[2], NAN});
-      area += s[1] / counts.size();
+    for (std::size_t c = 1; c < plan.first_single; ++c) {
+      if (plan.sets[c].ranking != r) continue;
+      const DeltaStats s = increase.of(c);
+      curve.add_row({std::string(r), double(plan.sets[c].removed), double(plan.sets[c].removed) / n, s.nll, s.delta, s.delta_se, NAN});
+      area += s.delta / plan.counts.size();
     }
     mean_delta[r] = area;
   }
-  // Random orders: mean over orders, with their spread.
-  if (R > 0) {
-    double area = 0;
-    for (int k : counts) {
-      std::vector<std::array<double, 3>> st;
-      for (std::size_t c = 1; c < first_single; ++c)
-        if (configs[c].ranking.rfind("random", 0) == 0 && configs[c].removed == k) st.push_back(delta_stats(c));
-      double m_nll = 0, m = 0, se = 0;
-      for (const auto& s : st) {
-        m_nll += s[0] / st.size();
-        m += s[1] / st.size();
-        se += s[2] / st.size();
-      }
-      double var = 0;
-      for (const auto& s : st) var += std::pow(s[1] - m, 2);
-      const double sd = st.size() > 1 ? std::sqrt(var / (st.size() - 1)) : NAN;
-      out.curve.add_row({std::string("random"), double(k), double(k) / n, m_nll, m, se, sd});
-      area += m / counts.size();
-    }
-    mean_delta["random"] = area;
-  }
+}
 
-  out.single = Table({"layer", "head", "label", "write_norm", "entropy", "delta", "delta_se", "breaks"});
+// The random orders' curve: the mean over the orders at each prefix length, with their spread.
+void add_random_rows(Table& curve, nlohmann::json& mean_delta, const HeadSets& plan, const NllIncrease& increase, int n) {
+  double area = 0;
+  for (int k : plan.counts) {
+    std::vector<DeltaStats> st;
+    for (std::size_t c = 1; c < plan.first_single; ++c)
+      if (plan.sets[c].ranking.rfind("random", 0) == 0 && plan.sets[c].removed == k) st.push_back(increase.of(c));
+    double m_nll = 0, m = 0, se = 0;
+    for (const auto& s : st) {
+      m_nll += s.nll / st.size();
+      m += s.delta / st.size();
+      se += s.delta_se / st.size();
+    }
+    double var = 0;
+    for (const auto& s : st) var += std::pow(s.delta - m, 2);
+    const double sd = st.size() > 1 ? std::sqrt(var / (st.size() - 1)) : NAN;
+    curve.add_row({std::string("random"), double(k), double(k) / n, m_nll, m, se, sd});
+    area += m / plan.counts.size();
+  }
+  mean_delta["random"] = area;
+}
+
+// Each head removed alone: single_heads.csv, the heads that break the model, the three worst.
+struct SingleHeads {
+  Table table;
   nlohmann::json breaking = nlohmann::json::array();
-  std::vector<std::pair<double, int>> ranked;
+  nlohmann::json largest = nlohmann::json::array();
+};
+
+SingleHeads single_heads(const HeadScores& scores, const HeadSets& plan, const NllIncrease& increase, double break_delta) {
+  const int H = scores.heads, n = scores.layers * scores.heads;
+  SingleHeads out;
+  out.table = Table({"layer", "head", "label", "write_norm", "entropy", "delta", "delta_se", "breaks"});
+  std::vector<std::pair<double, int>> ranked;  // (delta, head): sorted below, largest delta first
   for (int i = 0; i < n; ++i) {
-    const auto s = delta_stats(first_single + i);
-    const bool breaks = s[1] > break_delta;
-    out.single.add_row({double(i / H), double(i % H), to_string(scores.labels[i].label), scores.write_norm[i], scores.entropy[i], s[1],
-                        s[2], breaks ? 1.0 : 0.0});
-    if (breaks) breaking.push_back({{"layer", i / H}, {"head", i % H}, {"delta", s[1]}});
-    ranked.push_back({s[1], i});
+    const DeltaStats s = increase.of(plan.first_single + i);
+    const bool breaks = s.delta > break_delta;
+    out.table.add_row({double(i / H), double(i % H), to_string(scores.labels[i].label), scores.write_norm[i], scores.entropy[i],
+                       s.delta, s.delta_se, breaks ? 1.0 : 0.0});
+    if (breaks) out.breaking.push_back({{"layer", i / H}, {"head", i % H}, {"delta", s.delta}});
+    ranked.push_back({s.delta, i});
   }
   std::sort(ranked.rbegin(), ranked.rend());
-  nlohmann::json worst = nlohmann::json::array();
   for (int i = 0; i < std::min(3, n); ++i)
-    worst.push_back({{"layer", ranked[i].second / H}, {"head", ranked[i].second % H}, {"delta", ranked[i].first}});
+    out.largest.push_back({{"layer", ranked[i].second / H}, {"head", ranked[i].second % H}, {"delta", ranked[i].first}});
+  return out;
+}
+
+}  // namespace
+}  // namespace sparsify_steps
+
+template <class Scalar>
+SparsifyOutput sparsify(const llama::Transformer<Scalar>& model, const HeadScores& scores, const Params& params,
+                        const Settings& settings, int tokens) {
+  using namespace sparsify_steps;
+  const int D = static_cast<int>(params.integer("sparsify.documents"));
+  const int step = static_cast<int>(params.integer("sparsify.step"));
+  const int R = static_cast<int>(params.integer("sparsify.random_orders"));
+  const double break_delta = params.real("sparsify.break_delta");
+  const std::vector<Role> class_order = parse_class_order(params.text("sparsify.order"), "sparsify.order");
+  const int n = scores.layers * scores.heads;
+
+  const std::vector<std::vector<int>> held = held_out_documents(model, D, tokens, settings);
+  const HeadSets plan = head_sets(removal_orders(scores, class_order, R, settings.seed), n, step);
+  const NllIncrease increase(measure_nll(model, scores, plan.sets, held, settings), D);
+
+  SparsifyOutput out;
+  out.curve = Table({"ranking", "removed", "fraction", "nll", "delta", "delta_se", "delta_sd_orders"});
+  out.curve.add_row({std::string("none"), 0.0, 0.0, increase.base_mean(), 0.0, 0.0, NAN});
+  nlohmann::json mean_delta = nlohmann::json::object();
+  add_ranking_rows(out.curve, mean_delta, plan, increase, n);
+  if (R > 0) add_random_rows(out.curve, mean_delta, plan, increase, n);
+  SingleHeads single = single_heads(scores, plan, increase, break_delta);
+  out.single = std::move(single.table);
   out.info = {{"held_out_documents", D},
-              {"held_out_nll", base_mean},
+              {"held_out_nll", increase.base_mean()},
               {"mean_delta_over_fractions", mean_delta},
-              {"breaking_heads", breaking},
-              {"largest_single_head_deltas", worst},
+              {"breaking_heads", single.breaking},
+              {"largest_single_head_deltas", single.largest},
               {"break_delta", break_delta}};
   return out;
 }
