@@ -45,12 +45,14 @@ nlohmann::json run_record(const Run& run) {
   nlohmann::json rec = provenance();
   if (!run.command_line.empty()) rec["command_line"] = run.command_line;
   if (!run.finished_at.empty()) rec["date"] = run.finished_at;
+  for (auto it = run.output.info.begin(); it != run.output.info.end(); ++it) rec[it.key()] = it.value();
+  // After the model's own keys, so that none of them can replace what names the run (geometry's
+  // description of its checkpoint once replaced "model", and `hdat plot` could not find the model).
   rec["model"] = run.model->name;
   rec["command"] = run.command;
   rec["config"] = run.params.nested();
   rec["wall_seconds"] = run.wall_seconds;
   rec["exit_code"] = run.output.exit_code;
-  for (auto it = run.output.info.begin(); it != run.output.info.end(); ++it) rec[it.key()] = it.value();
   return rec;
 }
 

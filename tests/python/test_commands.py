@@ -100,6 +100,20 @@ def test_geometry_of_exported_maps(tmp_path):
         pd.testing.assert_frame_equal(again.tables[name], frame, check_exact=True)
 
 
+def test_geometry_of_the_checkpoint_names_its_model_and_plots_its_own_figures(tmp_path):
+    # run.json's "model" names the hdat model; the checkpoint's shape has its own key (it once replaced
+    # "model", and `hdat plot` then fell back to the generic figures, which failed on the object).
+    keys = {"documents": 2, "tokens": 32, "bootstrap": 10, "random_repeats": 2, "sparsify.documents": 1, "export_maps": 0}
+    result = hdat.geometry(threads=1, quiet=True, **keys)
+    assert result.model == "geometry"
+    assert result.info["checkpoint"]["n_layers"] == 5 and result.info["source"] == "checkpoint"
+    cli("geometry", *set_args(dict(keys, plots=False)), "--threads", 1, "--quiet", "--out", tmp_path / "g", check=0)
+    assert json.loads((tmp_path / "g" / "run.json").read_text())["model"] == "geometry"
+    if shutil.which("gnuplot"):
+        r = cli("plot", tmp_path / "g", check=0)
+        assert "generic" not in r.stdout + r.stderr and (tmp_path / "g" / "taxonomy.png").exists()
+
+
 def test_sweep_equals_the_command_line_and_resumes(tmp_path):
     base = dict(SPEC, eta=1.0)
     grid = {"eta": [0.5, 1.0], "prior.scale": "0.5:1.5:2"}

@@ -300,7 +300,7 @@ void add_info(RunOutput& out, const llama::Checkpoint& ck, const Plan& plan, con
   const MeanSd nll = nll_statistics(all.nlls);
   out.info["source"] = "checkpoint";
   out.info["model_file"] = ck.path.string();
-  out.info["model"] = {{"bytes", ck.file_bytes}, {"dim", c.dim}, {"hidden_dim", c.hidden_dim}, {"n_layers", c.n_layers},
+  out.info["checkpoint"] = {{"bytes", ck.file_bytes}, {"dim", c.dim}, {"hidden_dim", c.hidden_dim}, {"n_layers", c.n_layers},
                        {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads}, {"vocab_size", c.vocab_size}, {"seq_len", c.seq_len}};
   out.info["sample_nll"] = nll.mean;
   out.info["sample_nll_sd"] = std::sqrt(nll.var);

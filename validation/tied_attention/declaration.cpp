@@ -285,8 +285,6 @@ SimRecord run_job(const Params& p, const SimJob& job, const std::string& trainin
 // theory picks the λ of lowest theoretical test error; the simulation picks it by the error on a
 // held-out validation set (n/4 fresh samples) and reports the test error there.
 
-const char* kTrainings[2] = {"factorized", "direct"};
-
 Table theory_lambda_compare(const Params& p, const std::vector<double>& alphas, const std::shared_ptr<const TargetLaw>& target,
                             int threads, Table& scan) {
   const auto grid = p.vector("lambda_grid");

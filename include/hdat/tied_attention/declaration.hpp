@@ -32,6 +32,10 @@ struct BrokenTerms {
 };
 BrokenTerms broken_terms(const Params& p);
 
+/// The two trainings the λ comparison (lambda_grid) sets side by side: factorised (trace penalty)
+/// and direct (Frobenius penalty).
+inline constexpr const char* kTrainings[2] = {"factorized", "direct"};
+
 /// The model's declaration through the contract (ERM; estimator=amp and simulate with lambda_grid
 /// are the model's own commands beside it).
 const FixedPointModel& erm_model();
