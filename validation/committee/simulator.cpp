@@ -24,7 +24,9 @@ StepRule::Error StepRule::coefficients(const double* u, double zeta, const Eigen
 
 OnlineSGD::OnlineSGD(const Setup& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size)
     : s_(setup), N_(N), sqrtN_(std::sqrt(static_cast<double>(N))), seed_(seed), replica_(replica), test_size_(test_size),
-      rule_(setup), data_(rng::engine(seed, replica, rng::training_data)), drift_(rng::engine(seed, replica, rng::drift_check)) {
+      rule_(setup),
+      data_{rng::NormalStream(seed, replica, rng::training_tokens), rng::engine(seed, replica, rng::training_data)},
+      drift_{rng::NormalStream(seed, replica, rng::drift_tokens), rng::engine(seed, replica, rng::drift_check)} {
   s_.N = N;
   s_.validate();
   const int K = s_.K, M = s_.M;
@@ -55,10 +57,9 @@ void OnlineSGD::fields(const Eigen::VectorXd& x) {
   u_ /= sqrtN_;
 }
 
-void OnlineSGD::draw_sample(rng::Engine& engine) {
-  double* x = x_.data();
-  for (int j = 0; j < N_; ++j) x[j] = normal_(engine);
-  zeta_ = normal_(engine);
+void OnlineSGD::draw_sample(SampleStreams& streams) {
+  streams.inputs.fill(x_.data(), static_cast<std::size_t>(N_));
+  zeta_ = normal_(streams.noise);
   fields(x_);
 }
 

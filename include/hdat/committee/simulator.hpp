@@ -22,6 +22,7 @@
 
 #include "hdat/committee/model.hpp"
 #include "hdat/core/model.hpp"
+#include "hdat/core/normal_stream.hpp"
 #include "hdat/core/random.hpp"
 
 namespace hdat::committee {
@@ -96,8 +97,14 @@ class OnlineSGD final : public FiniteSystem {
   const Setup& setup() const { return s_; }
 
  private:
+  // Where samples come from: the N inputs from a counter-based Gaussian stream (the bulk of the
+  // numbers, rng::NormalStream), the label noise from an engine.
+  struct SampleStreams {
+    rng::NormalStream inputs;
+    rng::Engine noise;
+  };
   // The only code that reads the data: a fresh x, its fields u = Wᵀx/√N and the label noise.
-  void draw_sample(rng::Engine& engine);
+  void draw_sample(SampleStreams& streams);
   void fields(const Eigen::VectorXd& x);
   // The only code that changes the weights: w_k ← α w_k + first[k] x/√N, v ← v + second/N.
   void apply_step(const Eigen::VectorXd& x);
@@ -111,7 +118,7 @@ class OnlineSGD final : public FiniteSystem {
   StepRule rule_;
   Eigen::MatrixXd W_;  ///< N × (K + M): students w_k, then teachers w*_m (one product gives all fields)
   Eigen::VectorXd v_;  ///< the student's second layer
-  rng::Engine data_, drift_;
+  SampleStreams data_, drift_;
   boost::random::normal_distribution<double> normal_;
   // Scratch of one step.
   Eigen::VectorXd x_, u_, first_, second_;

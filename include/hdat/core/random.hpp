@@ -41,6 +41,7 @@ enum Stream : std::uint64_t {
   power_iteration = 14,  ///< start vectors of power iterations (operator norms)
   training_tokens = 15,  ///< the Gaussian tokens of the training samples (rng::NormalStream)
   test_tokens = 16,      ///< the Gaussian tokens of full-dimensional test samples (rng::NormalStream)
+  drift_tokens = 17,     ///< the Gaussian inputs of the drift check's samples (rng::NormalStream)
   user = 100,
 };
 
