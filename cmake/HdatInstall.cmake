@@ -39,6 +39,7 @@ install(DIRECTORY ${HDAT_SOURCE_DATA_DIR}/ DESTINATION ${HDAT_INSTALL_DATADIR})
 # The options a consumer must agree with, recorded in the package (hdatConfig.cmake reports them).
 set(HDAT_PACKAGE_NATIVE ${HDAT_NATIVE})
 set(HDAT_PACKAGE_MPI ${HDAT_MPI})
+set(HDAT_PACKAGE_ONEDNN ${HDAT_ONEDNN})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/hdatConfig.cmake.in ${PROJECT_BINARY_DIR}/package/hdatConfig.cmake
   INSTALL_DESTINATION ${HDAT_INSTALL_CMAKEDIR} PATH_VARS HDAT_INSTALL_DATADIR)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/package/hdatConfigVersion.cmake COMPATIBILITY SameMinorVersion)

@@ -19,8 +19,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 
 #include "hdat/attention_sinks/experiment.hpp"
+#include "hdat/core/matrix_product.hpp"
 
 using namespace hdat::sinks;
 
@@ -79,11 +81,13 @@ void time_training(const Bench& a, const char* label) {
   for (int s = 0; s < a.steps; ++s) last = step(s);
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double cpu = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-  fmt::print("{{\"impl\": \"hdat C++ (Eigen, {})\", \"attention\": \"{}\", \"width\": {}, \"heads\": {}, \"layers\": {}, "
+  // The float32 products run on oneDNN in a build with it (hdat/core/matrix_product.hpp).
+  const char* products = std::is_same_v<T, float> && hdat::linalg::onednn_available() ? "oneDNN sgemm" : "Eigen";
+  fmt::print("{{\"impl\": \"hdat C++ ({}, {})\", \"attention\": \"{}\", \"width\": {}, \"heads\": {}, \"layers\": {}, "
              "\"batch\": {}, \"steps\": {}, \"threads\": {}, \"parameters\": {}, \"seconds\": {:.3f}, "
              "\"steps_per_second\": {:.3f}, \"cpu_seconds\": {:.3f}, \"steps_per_cpu_second\": {:.3f}, "
              "\"final_loss\": {:.6f}}}\n",
-             label, a.attention, a.width, a.heads, a.layers, a.batch, a.steps, a.threads, model.n_parameters(), sec,
+             products, label, a.attention, a.width, a.heads, a.layers, a.batch, a.steps, a.threads, model.n_parameters(), sec,
              a.steps / sec, cpu, a.steps / cpu, last);
   std::fflush(stdout);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side-by-side speed of induction training at the authors' configuration (width 128, 2 layers, 4 heads,
-# batch 256, shifted query, concatenated positions): hdat (C++, Eigen, float32 and float64) against the
+# batch 256, shifted query, concatenated positions): hdat (C++, float32 with its products on oneDNN, float64 on Eigen) against the
 # same model in PyTorch written the authors' way (Debian's python3-torch, float32), one thread each,
 # in alternating rounds so that both see the same load. Reports wall and CPU time per step; on a shared
 # machine the CPU time is what a step costs. First checks that both compute the same loss and gradient.
