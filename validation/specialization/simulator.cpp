@@ -1,7 +1,10 @@
 #include "hdat/specialization/simulator.hpp"
 
 #include <boost/random/uniform_01.hpp>
+#include <algorithm>
 #include <cmath>
+
+#include "hdat/core/skinny_products.hpp"
 
 namespace hdat::specialization {
 
@@ -58,20 +61,29 @@ OnlineSGD::OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_
 }
 
 OnlineSGD::Sample OnlineSGD::draw(rng::Engine& eng, rng::NormalStream& tokens, RowMatrix& X) {
-  const int L = s_.L, F = s_.F;
+  const int L = s_.L;
   boost::random::uniform_int_distribution<int> where(0, L - 1);
   const int eps = where(eng);
   s_.prior.sample(eng, theta_);
-  tokens.fill(X.data(), static_cast<std::size_t>(L) * D_);
   signal_.noalias() = Kstar_ * theta_;
-  X.row(eps) += signal_.transpose() / sqrtD_;
+  // Token ℓ is numbers [first + ℓD, first + (ℓ+1)D) of the stream, whatever the chunks: 32 tokens of
+  // 512 coordinates (128 kB) stay in cache from their drawing to their product with the weights.
+  constexpr int kChunk = 512;
+  const std::uint64_t first = tokens.position();
+  fields_.setZero();
+  for (int d0 = 0; d0 < D_; d0 += kChunk) {
+    const int n = std::min(kChunk, D_ - d0);
+    for (int l = 0; l < L; ++l) tokens.fill_at(first + static_cast<std::uint64_t>(l) * D_ + d0, &X(l, d0), n);
+    X.block(eps, d0, 1, n) += signal_.segment(d0, n).transpose() / sqrtD_;
+    linalg::add_fields(X.middleCols(d0, n), W_.middleRows(d0, n), fields_);
+  }
+  tokens.seek(first + static_cast<std::uint64_t>(L) * D_);
+  fields_ /= sqrtD_;
   return {eps, normal_(eng)};
 }
 
-double OnlineSGD::forward_backward(const RowMatrix& X, const Sample& smp) {
+double OnlineSGD::forward_backward(const Sample& smp) {
   const int H = s_.H;
-  fields_.noalias() = X * W_;
-  fields_ /= sqrtD_;
   chi_ = fields_.leftCols(H);
   z_ = fields_.col(H);
   att_.logit_offset = s_.logit_offset(W_.leftCols(H).colwise().squaredNorm().transpose() / D_, b_);
@@ -89,9 +101,10 @@ void OnlineSGD::accumulate_update() {
   bias_update_.setZero();
   for (int b = 0; b < s_.batch; ++b) {
     const Sample smp = draw(data_, tokens_, X_);
-    const double err = forward_backward(X_, smp);
+    const double err = forward_backward(smp);
     // (y − ŷ) Σ_ℓ G_hℓ (x_ℓ/√D − κ k_h/D), averaged over the batch below.
-    update_.noalias() += (err / sqrtD_) * (X_.transpose() * G_);
+    weighted_G_ = (err / sqrtD_) * G_;
+    linalg::add_transposed_product(X_, weighted_G_, update_);
     if (kap != 0.0)
       for (int h = 0; h < H; ++h) update_.col(h) -= (err * kap * G_.col(h).sum() / D_) * W_.col(h);
     // ∂ŷ/∂b_h = Σ_ℓ G_hℓ: the bias shifts every logit of its head.
@@ -128,7 +141,7 @@ std::pair<double, double> OnlineSGD::test_risk(long n, bool projected) {
     RiskAccumulator risk;
     for (long i = 0; i < n; ++i) {
       const Sample smp = draw(test, test_tokens, X);
-      risk.add(forward_backward(X, smp));
+      risk.add(forward_backward(smp));
     }
     return risk.result();
   }

@@ -89,10 +89,12 @@ class OnlineSGD : public FiniteSystem {
     double noise;    ///< ξ of the label y = z_ε + Δξ
   };
   // Draw one sequence into X (rows = tokens: L·D numbers of `tokens`), its signal location, spike
-  // strengths and label noise from `eng`; return the location and the noise.
+  // strengths and label noise from `eng`, and its fields [χ, z] = X W / √D into fields_; return the
+  // location and the noise. X is drawn a chunk of coordinates at a time, and the chunk's part of the
+  // fields added while it is in cache.
   Sample draw(rng::Engine& eng, rng::NormalStream& tokens, RowMatrix& X);
-  // Fields, weights and the vector-Jacobian product of one drawn sequence; returns y − ŷ.
-  double forward_backward(const RowMatrix& X, const Sample& smp);
+  // Weights and the vector-Jacobian product of the drawn sequence's fields; returns y − ŷ.
+  double forward_backward(const Sample& smp);
   // update_ = the step's change of the keys (η/B) Σ_b (y − ŷ) Σ_ℓ G_hℓ (x_ℓ/√D − κ k_h/D), and
   // bias_update_ = that of the biases (η_b/(D B)) Σ_b (y − ŷ) Σ_ℓ G_hℓ (zero unless train_bias).
   void accumulate_update();
@@ -113,6 +115,7 @@ class OnlineSGD : public FiniteSystem {
   // Scratch.
   RowMatrix X_;
   Eigen::MatrixXd fields_, chi_, a_, m_, G_, update_;
+  Eigen::MatrixXd weighted_G_;  ///< (y − ŷ) G / √D of one sample
   Eigen::VectorXd w_, z_, theta_, signal_, bias_update_;
 };
 
