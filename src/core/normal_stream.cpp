@@ -137,6 +137,98 @@ void block_one_lane(std::uint64_t key, std::uint64_t block, double* out, Ars ars
 }
 
 #ifdef HDAT_NORMAL_STREAM_AVX512
+// ln u on eight lanes for u in (0, 1], without a division: u = 2^e m with m in [0.75, 1.5) (getmant
+// and getexp), m = (1 + r)/c with c from a table over twelve buckets of m of width 1/16, and
+// ln u = e ln 2 + ln(1/c) + ln(1 + r), the last by its series to r¹⁵. The two buckets around 1 take
+// c = 1, so that r = m − 1 is exact there and ln u keeps its relative accuracy as u → 1; elsewhere
+// |r| < 1/30. Measured within 1.4 · 2⁻⁵² relative of the exact logarithm, at 2.5 times the speed of
+// SLEEF's 3.5-ulp logd8, which took a third of the block.
+struct LogTable {
+  alignas(64) double c[16];
+  alignas(64) double log_inverse_c[16];  // ln(1/c), from the long double logarithm
+};
+
+LogTable make_log_table() {
+  LogTable t{};
+  for (int i = 0; i < 16; ++i) {
+    const double middle = 0.75 + (i + 0.5) / 16.0;
+    t.c[i] = (i == 3 || i == 4) ? 1.0 : 1.0 / middle;  // buckets 3 and 4 are [0.9375, 1) and [1, 1.0625)
+    t.log_inverse_c[i] = static_cast<double>(-std::log(static_cast<long double>(t.c[i])));
+  }
+  return t;
+}
+
+const LogTable kLogTable = make_log_table();
+
+[[gnu::always_inline]] inline __m512d log_unit_interval(__m512d u) {
+  const LogTable& table = kLogTable;
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __m512d m = _mm512_getmant_pd(u, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_src);
+  __m512d e = _mm512_getexp_pd(u);
+  e = _mm512_mask_add_pd(e, _mm512_cmp_pd_mask(m, one, _CMP_LT_OQ), e, one);  // m < 1: u = 2^(e+1) m
+  const __m512i bucket = _mm512_cvttpd_epi64(_mm512_mul_pd(_mm512_sub_pd(m, _mm512_set1_pd(0.75)), _mm512_set1_pd(16.0)));
+  const __m512d c = _mm512_permutex2var_pd(_mm512_load_pd(table.c), bucket, _mm512_load_pd(table.c + 8));
+  const __m512d log_inverse_c =
+      _mm512_permutex2var_pd(_mm512_load_pd(table.log_inverse_c), bucket, _mm512_load_pd(table.log_inverse_c + 8));
+  const __m512d r = _mm512_fmsub_pd(m, c, one);
+  // ln(1 + r) = r Σ_{k≥1} (−r)^(k−1)/k, Horner from k = 15.
+  __m512d series = _mm512_set1_pd(1.0 / 15);
+  for (int k = 14; k >= 1; --k) series = _mm512_fmadd_pd(series, r, _mm512_set1_pd((k % 2 ? 1.0 : -1.0) / k));
+  const __m512d log1p_r = _mm512_mul_pd(r, series);
+  // ln 2 in two parts: e · ln2_high is exact for |e| ≤ 2¹¹.
+  const __m512d ln2_high = _mm512_set1_pd(0x1.62e42fefa3800p-1), ln2_low = _mm512_set1_pd(0x1.ef35793c76730p-45);
+  return _mm512_add_pd(_mm512_fmadd_pd(e, ln2_high, log_inverse_c), _mm512_fmadd_pd(e, ln2_low, log1p_r));
+}
+
+// sin 2πu and cos 2πu on eight lanes for u in [0, 1): t = 4u, q the nearest integer, r = t − q in
+// [−1/2, 1/2] (exact), θ = r π/2 in [−π/4, π/4], sin θ and cos θ by their series to θ¹⁷ and θ¹⁸ (the
+// next terms are below 10⁻¹⁹), then the quarter turn q mod 4. Within 1.5 · 2⁻⁵³ of the exact values
+// (tested); inlined into the block, where SLEEF's general sincospi was a call of 13% more time.
+struct SinCos {
+  __m512d sin, cos;
+};
+
+constexpr auto kSinSeries = [] {  // (−1)^k / (2k + 1)!
+  std::array<double, 9> a{};
+  double factorial = 1;
+  for (int n = 1; n <= 17; ++n) {
+    factorial *= n;
+    if (n % 2 == 1) a[(n - 1) / 2] = ((n - 1) / 2 % 2 ? -1.0 : 1.0) / factorial;
+  }
+  return a;
+}();
+constexpr auto kCosSeries = [] {  // (−1)^k / (2k)!
+  std::array<double, 10> a{};
+  double factorial = 1;
+  a[0] = 1;
+  for (int n = 1; n <= 18; ++n) {
+    factorial *= n;
+    if (n % 2 == 0) a[n / 2] = (n / 2 % 2 ? -1.0 : 1.0) / factorial;
+  }
+  return a;
+}();
+
+[[gnu::always_inline]] inline SinCos sincos_turns(__m512d u) {
+  const __m512d t = _mm512_mul_pd(u, _mm512_set1_pd(4.0));
+  const __m512d q = _mm512_roundscale_pd(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512d theta = _mm512_mul_pd(_mm512_sub_pd(t, q), _mm512_set1_pd(1.5707963267948966));
+  const __m512d z = _mm512_mul_pd(theta, theta);
+  __m512d sin_series = _mm512_set1_pd(kSinSeries[8]);
+  for (int k = 7; k >= 0; --k) sin_series = _mm512_fmadd_pd(sin_series, z, _mm512_set1_pd(kSinSeries[k]));
+  __m512d cos_series = _mm512_set1_pd(kCosSeries[9]);
+  for (int k = 8; k >= 0; --k) cos_series = _mm512_fmadd_pd(cos_series, z, _mm512_set1_pd(kCosSeries[k]));
+  const __m512d sin_theta = _mm512_mul_pd(theta, sin_series), cos_theta = cos_series;
+  // The angle is q quarter turns plus θ: q odd swaps sine and cosine, q = 2, 3 negates the sine and
+  // q = 1, 2 the cosine.
+  const __m512i quarter = _mm512_cvtpd_epi64(q);
+  const __mmask8 swap = _mm512_test_epi64_mask(quarter, _mm512_set1_epi64(1));
+  const __mmask8 negate_sin = _mm512_test_epi64_mask(quarter, _mm512_set1_epi64(2));
+  const __mmask8 negate_cos = _mm512_test_epi64_mask(_mm512_add_epi64(quarter, _mm512_set1_epi64(1)), _mm512_set1_epi64(2));
+  const __m512d minus_zero = _mm512_set1_pd(-0.0);
+  const __m512d sin = _mm512_mask_blend_pd(swap, sin_theta, cos_theta), cos = _mm512_mask_blend_pd(swap, cos_theta, sin_theta);
+  return {_mm512_mask_xor_pd(sin, negate_sin, sin, minus_zero), _mm512_mask_xor_pd(cos, negate_cos, cos, minus_zero)};
+}
+
 // ARS-7 of the block's eight counters, four 128-bit lanes per register (VAES), then Box–Muller on
 // eight lanes: the a words of the eight counters in one register, the b words in another.
 void block_avx512(std::uint64_t key, std::uint64_t block, double* out) {
@@ -159,10 +251,10 @@ void block_avx512(std::uint64_t key, std::uint64_t block, double* out) {
   const __m512d scale = _mm512_set1_pd(kTwoPow53);
   const __m512d u1 = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_add_epi64(_mm512_srli_epi64(a, 11), _mm512_set1_epi64(1))), scale);
   const __m512d u2 = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(b, 11)), scale);
-  const __m512d rho = _mm512_sqrt_pd(_mm512_mul_pd(_mm512_set1_pd(-2.0), Sleef_logd8_u35avx512f(u1)));
-  const Sleef___m512d_2 sc = Sleef_sincospid8_u35avx512f(_mm512_add_pd(u2, u2));
-  _mm512_storeu_pd(out, _mm512_mul_pd(rho, sc.y));
-  _mm512_storeu_pd(out + kPairs, _mm512_mul_pd(rho, sc.x));
+  const __m512d rho = _mm512_sqrt_pd(_mm512_mul_pd(_mm512_set1_pd(-2.0), log_unit_interval(u1)));
+  const SinCos angle = sincos_turns(u2);
+  _mm512_storeu_pd(out, _mm512_mul_pd(rho, angle.cos));
+  _mm512_storeu_pd(out + kPairs, _mm512_mul_pd(rho, angle.sin));
 }
 #endif
 
@@ -186,6 +278,43 @@ NormalStream::NormalStream(std::uint64_t seed, std::uint64_t replica, std::uint6
 void NormalStream::reference_block(std::uint64_t block, double* out) const {
   block_one_lane(key_, block, out, ars_portable);
 }
+
+namespace detail {
+bool log_unit_interval(const double* u, double* out, std::size_t n) {
+#ifdef HDAT_NORMAL_STREAM_AVX512
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm512_storeu_pd(out + i, ars_box_muller::log_unit_interval(_mm512_loadu_pd(u + i)));
+  if (i < n) {
+    double in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, result[8];
+    std::copy(u + i, u + n, in);
+    _mm512_storeu_pd(result, ars_box_muller::log_unit_interval(_mm512_loadu_pd(in)));
+    std::copy(result, result + (n - i), out + i);
+  }
+  return true;
+#else
+  (void)u, (void)out, (void)n;
+  return false;
+#endif
+}
+bool sincos_turns(const double* u, double* sin, double* cos, std::size_t n) {
+#ifdef HDAT_NORMAL_STREAM_AVX512
+  for (std::size_t i = 0; i < n; i += 8) {
+    double in[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s[8], c[8];
+    const std::size_t m = std::min<std::size_t>(8, n - i);
+    std::copy(u + i, u + i + m, in);
+    const ars_box_muller::SinCos r = ars_box_muller::sincos_turns(_mm512_loadu_pd(in));
+    _mm512_storeu_pd(s, r.sin);
+    _mm512_storeu_pd(c, r.cos);
+    std::copy(s, s + m, sin + i);
+    std::copy(c, c + m, cos + i);
+  }
+  return true;
+#else
+  (void)u, (void)sin, (void)cos, (void)n;
+  return false;
+#endif
+}
+}  // namespace detail
 
 bool NormalStream::vectorised() {
 #ifdef HDAT_NORMAL_STREAM_AVX512
