@@ -11,6 +11,7 @@
 #include "hdat/attention_sinks/experiment.hpp"
 #include "hdat/attention_sinks/metrics.hpp"
 #include "hdat/attention_sinks/study.hpp"
+#include "hdat/core/matrix_product.hpp"
 
 namespace hdat {
 void register_sinks(Registry& registry);
@@ -293,6 +294,7 @@ TEST_CASE("the sinks model through the registry: outputs, bad input") {
     CHECK(o.exit_code == 0);
     CHECK(o.info.at("training").at("steps_done").get<int>() == steps);
     CHECK(o.info.at("training").at("precision") == "float32");
+    CHECK(o.info.at("training").at("matrix_products") == (hdat::linalg::onednn_available() ? "oneDNN sgemm" : "Eigen"));
   }
 }
 

@@ -10,6 +10,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
+#include "hdat/core/matrix_product.hpp"
 #include "hdat/core/registry.hpp"
 #include "hdat/attention_sinks/experiment.hpp"
 #include "hdat/attention_sinks/study.hpp"
@@ -188,6 +189,7 @@ RunOutput simulate(const Params& p, RunContext& ctx) {
                           {"n_parameters", r.n_parameters},
                           {"threads", threads},
                           {"precision", p.text("precision")},
+                          {"matrix_products", o.precision == Precision::float32 && linalg::onednn_available() ? "oneDNN sgemm" : "Eigen"},
                           {"steps", o.steps},
                           {"positions", positions_name(c.positions)},
                           {"causal", c.causal},
