@@ -150,7 +150,7 @@ Accuracy accuracy(const Curve& c, const Curve& ref) {
   return a;
 }
 
-// The full engine's inputs come from rng::NormalStream (ARS + Box–Muller).
+// The full engine's inputs come from rng::NormalStream (ARS + ziggurat).
 double draw_rate() {
   rng::NormalStream stream(1, 0, rng::training_tokens);
   std::vector<double> v(1 << 14);

@@ -49,7 +49,7 @@ double fma_rate() {
 
 // Gaussian draws per second into a buffer of the size of one step's tokens (L·D = 320 000 at the
 // issue's configuration): Boost.Random's ziggurat on mt19937_64 (the simulator's generator before
-// rng::NormalStream), and rng::NormalStream (ARS-7 + Box–Muller, the full engine's tokens).
+// rng::NormalStream), and rng::NormalStream (ARS-7 + ziggurat, the full engine's tokens).
 // Draws per second of fill(buffer) over half a second.
 template <class Fill>
 double draw_rate(Fill fill) {
@@ -93,7 +93,7 @@ int time_full_step() {
   std::sort(sorted.begin(), sorted.end());
   fmt::print("{{\"implementation\": \"hdat full engine\", \"D\": {}, \"L\": {}, \"H\": {}, \"dtype\": \"float64\", "
              "\"ms_per_step\": {:.4f}, \"rounds_ms\": [{:.4f}], \"generator\": \"{}\", \"draws_per_s\": {:.4g}, \"fma_per_s\": {:.4g}}}\n",
-             D, L, H, sorted[2], fmt::join(rounds, ", "), rng::NormalStream::vectorised() ? "ARS+Box-Muller AVX-512" : "ARS+Box-Muller one lane",
+             D, L, H, sorted[2], fmt::join(rounds, ", "), rng::NormalStream::vectorised() ? "ARS+ziggurat AVX-512" : "ARS+ziggurat one lane",
              normal_stream_rate(), fma_rate());
   return 0;
 }
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
 
   // 2. Simulator: steps per second against the roofline of this core.
   const double fma = fma_rate(), draws = normal_stream_rate(), ziggurat = ziggurat_rate();
-  fmt::print("\nthis core: {:.2f} GFMA/s (in-cache GEMM); Gaussian draws: {:.1f} M/s rng::NormalStream (ARS + Box-Muller, {}), "
+  fmt::print("\nthis core: {:.2f} GFMA/s (in-cache GEMM); Gaussian draws: {:.1f} M/s rng::NormalStream (ARS + ziggurat, {}), "
              "{:.1f} M/s Boost ziggurat on mt19937_64\n",
              fma / 1e9, draws / 1e6, rng::NormalStream::vectorised() ? "AVX-512" : "one lane", ziggurat / 1e6);
   fmt::print("{:>7} {:>4} {:>3} {:>12} {:>12} {:>10} {:>14}\n", "D", "L", "H", "steps/s", "roofline/s", "fraction", "s per unit t");

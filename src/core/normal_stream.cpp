@@ -1,7 +1,5 @@
 #include "hdat/core/normal_stream.hpp"
 
-#include <sleef.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -19,7 +17,7 @@ namespace hdat::rng {
 
 // In a unity build this file shares a unit with others: its helpers live in a namespace of their own
 // (and have internal linkage, which also lets the compiler inline them into the block loop).
-namespace ars_box_muller {
+namespace ars_ziggurat {
 namespace {
 
 constexpr std::size_t kBlock = 16;     // numbers per block
@@ -28,6 +26,9 @@ constexpr int kRounds = 7;             // Random123's default for ARS-1xm128i
 constexpr double kTwoPow53 = 0x1p-53;
 constexpr std::uint64_t kWeylLow = 0x9E3779B97F4A7C15ull;   // the round keys' increments (Random123's
 constexpr std::uint64_t kWeylHigh = 0xBB67AE8584CAA73Bull;  // golden ratio and √3 − 1 as 64-bit words)
+constexpr int kLayerBits = 11;
+constexpr std::uint64_t kLayers = std::uint64_t{1} << kLayerBits;
+constexpr std::uint64_t kFallbackKey = 1;  // the high word of the fallback stream's key
 
 // ---------------------------------------------------------------------------------------------
 // The AES round in plain C++ (FIPS-197; the semantics of the AESENC instruction): the reference on
@@ -90,14 +91,19 @@ std::uint64_t word_of(const Bytes& b, int half) {
 }
 
 struct Words {
-  std::uint64_t low, high;  // a_c and b_c
+  std::uint64_t low, high;
 };
 
-// ARS-7 of counter (c, 0) under key (key, 0): v = c ⊕ k, then six rounds and a last one, the round
-// key advancing by the Weyl increment (in each 64-bit half) before each.
-Words ars_portable(std::uint64_t key, std::uint64_t counter) {
-  std::uint64_t k_low = key, k_high = 0;
-  Bytes v = bytes_of(counter ^ key, 0);
+// A 128-bit key or counter as two 64-bit words, low first.
+struct Pair {
+  std::uint64_t low, high;
+};
+
+// ARS-7 of `counter` under `key`: v = counter ⊕ key, then six rounds and a last one, the round key
+// advancing by the Weyl increment (in each 64-bit half) before each.
+Words ars_portable(Pair key, Pair counter) {
+  std::uint64_t k_low = key.low, k_high = key.high;
+  Bytes v = bytes_of(counter.low ^ key.low, counter.high ^ key.high);
   for (int round = 1; round <= kRounds; ++round) {
     k_low += kWeylLow, k_high += kWeylHigh;
     v = aes_round(v, bytes_of(k_low, k_high), round == kRounds);
@@ -107,10 +113,10 @@ Words ars_portable(std::uint64_t key, std::uint64_t counter) {
 
 #if defined(__AES__)
 // The same with the AES-NI instruction on one lane.
-Words ars_one_lane(std::uint64_t key, std::uint64_t counter) {
+Words ars_one_lane(Pair key, Pair counter) {
   const __m128i weyl = _mm_set_epi64x(static_cast<long long>(kWeylHigh), static_cast<long long>(kWeylLow));
-  __m128i k = _mm_set_epi64x(0, static_cast<long long>(key));
-  __m128i v = _mm_xor_si128(_mm_set_epi64x(0, static_cast<long long>(counter)), k);
+  __m128i k = _mm_set_epi64x(static_cast<long long>(key.high), static_cast<long long>(key.low));
+  __m128i v = _mm_xor_si128(_mm_set_epi64x(static_cast<long long>(counter.high), static_cast<long long>(counter.low)), k);
   for (int round = 1; round < kRounds; ++round) {
     k = _mm_add_epi64(k, weyl);
     v = _mm_aesenc_si128(v, k);
@@ -119,123 +125,142 @@ Words ars_one_lane(std::uint64_t key, std::uint64_t counter) {
   return {static_cast<std::uint64_t>(_mm_cvtsi128_si64(v)), static_cast<std::uint64_t>(_mm_extract_epi64(v, 1))};
 }
 #else
-Words ars_one_lane(std::uint64_t key, std::uint64_t counter) { return ars_portable(key, counter); }
+Words ars_one_lane(Pair key, Pair counter) { return ars_portable(key, counter); }
 #endif
 
-// One block on one lane: the formula of the header, counter by counter.
-template <class Ars>
-void block_one_lane(std::uint64_t key, std::uint64_t block, double* out, Ars ars) {
-  for (std::size_t j = 0; j < kPairs; ++j) {
-    const Words w = ars(key, kPairs * block + j);
-    const double u1 = static_cast<double>((w.low >> 11) + 1) * kTwoPow53;
-    const double u2 = static_cast<double>(w.high >> 11) * kTwoPow53;
-    const double rho = std::sqrt(-2.0 * Sleef_log_u35(u1));
-    const Sleef_double2 sc = Sleef_sincospi_u35(2.0 * u2);  // x = sin(2π u₂), y = cos(2π u₂)
-    out[j] = rho * sc.y;
-    out[j + kPairs] = rho * sc.x;
-  }
-}
-
-#ifdef HDAT_NORMAL_STREAM_AVX512
-// ln u on eight lanes for u in (0, 1], without a division: u = 2^e m with m in [0.75, 1.5) (getmant
-// and getexp), m = (1 + r)/c with c from a table over twelve buckets of m of width 1/16, and
-// ln u = e ln 2 + ln(1/c) + ln(1 + r), the last by its series to r¹⁵. The two buckets around 1 take
-// c = 1, so that r = m − 1 is exact there and ln u keeps its relative accuracy as u → 1; elsewhere
-// |r| < 1/30. Measured within 1.4 · 2⁻⁵² relative of the exact logarithm, at 2.5 times the speed of
-// SLEEF's 3.5-ulp logd8, which took a third of the block.
-struct LogTable {
-  alignas(64) double c[16];
-  alignas(64) double log_inverse_c[16];  // ln(1/c), from the long double logarithm
+// ---------------------------------------------------------------------------------------------
+// The ziggurat of f(x) = exp(−x²/2) on x ≥ 0 (Marsaglia and Tsang 2000): kLayers layers of equal
+// area v, layer i the rectangle [0, x_i] × [f(x_i), f(x_{i+1})] (i ≥ 1) and layer 0 the base
+// [0, x_0] × [0, f(r)], x_0 = v / f(r), which stands for [0, r] × [0, f(r)] and the tail beyond r.
+// x_1 = r > x_2 > … > x_{kLayers} = 0; the areas x_i (f(x_{i+1}) − f(x_i)) = v and
+// r f(r) + ∫_r^∞ f = v fix every x_i once r is chosen, and r is the root that makes the top layer's
+// area, x_{N−1} (1 − f(x_{N−1})), also v. Computed in long double, stored in double: the layers'
+// areas agree within 2 · 10⁻¹³ relative (the differences f(x_{i+1}) − f(x_i) are small), so each
+// layer's probability is exact to ~10⁻¹⁶. Built in about 10 ms, once per process.
+struct Ziggurat {
+  alignas(64) double x[kLayers + 1];
+  alignas(64) double f[kLayers + 1];  // f(x_i)
+  double tail_start;                        // r = x_1
+  double layer_area;                        // v
 };
 
-LogTable make_log_table() {
-  LogTable t{};
-  for (int i = 0; i < 16; ++i) {
-    const double middle = 0.75 + (i + 0.5) / 16.0;
-    t.c[i] = (i == 3 || i == 4) ? 1.0 : 1.0 / middle;  // buckets 3 and 4 are [0.9375, 1) and [1, 1.0625)
-    t.log_inverse_c[i] = static_cast<double>(-std::log(static_cast<long double>(t.c[i])));
+long double gauss_density(long double x) { return std::exp(-x * x / 2); }
+long double gauss_tail_area(long double r) {  // ∫_r^∞ exp(−x²/2) dx
+  return std::sqrt(std::acos(-1.0L) / 2) * std::erfc(r / std::sqrt(2.0L));
+}
+
+// The layers from a trial r, into x; +1 when r is too small (v too large: the layers reach f = 1
+// before the last one, or leave the top layer less than v), −1 when r is too large.
+int ziggurat_layers(long double r, long double* x) {
+  const long double v = r * gauss_density(r) + gauss_tail_area(r);
+  x[0] = v / gauss_density(r), x[1] = r, x[kLayers] = 0;
+  for (std::uint64_t i = 1; i + 1 < kLayers; ++i) {
+    const long double next_height = gauss_density(x[i]) + v / x[i];
+    if (next_height >= 1) return 1;
+    x[i + 1] = std::sqrt(-2 * std::log(next_height));
   }
-  return t;
+  const long double top = x[kLayers - 1];
+  return top * (1 - gauss_density(top)) < v ? 1 : -1;
+}
+
+Ziggurat make_ziggurat() {
+  long double low = 1, high = 8, x[kLayers + 1];
+  while (high - low > 1e-18L * high) {
+    const long double middle = (low + high) / 2;
+    (ziggurat_layers(middle, x) > 0 ? low : high) = middle;
+  }
+  const long double r = (low + high) / 2;
+  ziggurat_layers(r, x);
+  Ziggurat z{};
+  for (std::uint64_t i = 0; i <= kLayers; ++i) {
+    z.x[i] = static_cast<double>(x[i]);
+    z.f[i] = static_cast<double>(gauss_density(z.x[i]));
+  }
+  z.tail_start = z.x[1];
+  z.layer_area = static_cast<double>(r * gauss_density(r) + gauss_tail_area(r));
+  return z;
 }
 
 // Built on first use (a function-local static), so that no stream filled during another file's static
 // initialisation can see it empty.
-const LogTable& log_table() {
-  static const LogTable table = make_log_table();
+const Ziggurat& ziggurat() {
+  static const Ziggurat table = make_ziggurat();
   return table;
 }
 
-[[gnu::always_inline]] inline __m512d log_unit_interval(__m512d u, const LogTable& table) {
-  const __m512d one = _mm512_set1_pd(1.0);
-  const __m512d m = _mm512_getmant_pd(u, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_src);
-  __m512d e = _mm512_getexp_pd(u);
-  e = _mm512_mask_add_pd(e, _mm512_cmp_pd_mask(m, one, _CMP_LT_OQ), e, one);  // m < 1: u = 2^(e+1) m
-  const __m512i bucket = _mm512_cvttpd_epi64(_mm512_mul_pd(_mm512_sub_pd(m, _mm512_set1_pd(0.75)), _mm512_set1_pd(16.0)));
-  const __m512d c = _mm512_permutex2var_pd(_mm512_load_pd(table.c), bucket, _mm512_load_pd(table.c + 8));
-  const __m512d log_inverse_c =
-      _mm512_permutex2var_pd(_mm512_load_pd(table.log_inverse_c), bucket, _mm512_load_pd(table.log_inverse_c + 8));
-  const __m512d r = _mm512_fmsub_pd(m, c, one);
-  // ln(1 + r) = r Σ_{k≥1} (−r)^(k−1)/k, Horner from k = 15.
-  __m512d series = _mm512_set1_pd(1.0 / 15);
-  for (int k = 14; k >= 1; --k) series = _mm512_fmadd_pd(series, r, _mm512_set1_pd((k % 2 ? 1.0 : -1.0) / k));
-  const __m512d log1p_r = _mm512_mul_pd(r, series);
-  // ln 2 in two parts: e · ln2_high is exact for |e| ≤ 2¹¹.
-  const __m512d ln2_high = _mm512_set1_pd(0x1.62e42fefa3800p-1), ln2_low = _mm512_set1_pd(0x1.ef35793c76730p-45);
-  return _mm512_add_pd(_mm512_fmadd_pd(e, ln2_high, log_inverse_c), _mm512_fmadd_pd(e, ln2_low, log1p_r));
-}
-
-// sin 2πu and cos 2πu on eight lanes for u in [0, 1): t = 4u, q the nearest integer, r = t − q in
-// [−1/2, 1/2] (exact), θ = r π/2 in [−π/4, π/4], sin θ and cos θ by their series to θ¹⁷ and θ¹⁸ (the
-// next terms are below 10⁻¹⁹), then the quarter turn q mod 4. Within 1.5 · 2⁻⁵³ of the exact values
-// (tested); inlined into the block, where SLEEF's general sincospi was a call of 13% more time.
-struct SinCos {
-  __m512d sin, cos;
+// What one 64-bit word asks of the ziggurat: layer = its low kLayerBits (11) bits, the sign its next
+// bit, u = ⌊w / 2¹²⌋ 2⁻⁵² ∈ [0, 1) its top 52 bits; the candidate is ±u x_layer.
+struct Draw {
+  std::uint64_t layer;
+  bool negative;
+  double u;
 };
 
-constexpr auto kSinSeries = [] {  // (−1)^k / (2k + 1)!
-  std::array<double, 9> a{};
-  double factorial = 1;
-  for (int n = 1; n <= 17; ++n) {
-    factorial *= n;
-    if (n % 2 == 1) a[(n - 1) / 2] = ((n - 1) / 2 % 2 ? -1.0 : 1.0) / factorial;
-  }
-  return a;
-}();
-constexpr auto kCosSeries = [] {  // (−1)^k / (2k)!
-  std::array<double, 10> a{};
-  double factorial = 1;
-  a[0] = 1;
-  for (int n = 1; n <= 18; ++n) {
-    factorial *= n;
-    if (n % 2 == 0) a[n / 2] = (n / 2 % 2 ? -1.0 : 1.0) / factorial;
-  }
-  return a;
-}();
-
-[[gnu::always_inline]] inline SinCos sincos_turns(__m512d u) {
-  const __m512d t = _mm512_mul_pd(u, _mm512_set1_pd(4.0));
-  const __m512d q = _mm512_roundscale_pd(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512d theta = _mm512_mul_pd(_mm512_sub_pd(t, q), _mm512_set1_pd(1.5707963267948966));
-  const __m512d z = _mm512_mul_pd(theta, theta);
-  __m512d sin_series = _mm512_set1_pd(kSinSeries[8]);
-  for (int k = 7; k >= 0; --k) sin_series = _mm512_fmadd_pd(sin_series, z, _mm512_set1_pd(kSinSeries[k]));
-  __m512d cos_series = _mm512_set1_pd(kCosSeries[9]);
-  for (int k = 8; k >= 0; --k) cos_series = _mm512_fmadd_pd(cos_series, z, _mm512_set1_pd(kCosSeries[k]));
-  const __m512d sin_theta = _mm512_mul_pd(theta, sin_series), cos_theta = cos_series;
-  // The angle is q quarter turns plus θ: q odd swaps sine and cosine, q = 2, 3 negates the sine and
-  // q = 1, 2 the cosine.
-  const __m512i quarter = _mm512_cvtpd_epi64(q);
-  const __mmask8 swap = _mm512_test_epi64_mask(quarter, _mm512_set1_epi64(1));
-  const __mmask8 negate_sin = _mm512_test_epi64_mask(quarter, _mm512_set1_epi64(2));
-  const __mmask8 negate_cos = _mm512_test_epi64_mask(_mm512_add_epi64(quarter, _mm512_set1_epi64(1)), _mm512_set1_epi64(2));
-  const __m512d minus_zero = _mm512_set1_pd(-0.0);
-  const __m512d sin = _mm512_mask_blend_pd(swap, sin_theta, cos_theta), cos = _mm512_mask_blend_pd(swap, cos_theta, sin_theta);
-  return {_mm512_mask_xor_pd(sin, negate_sin, sin, minus_zero), _mm512_mask_xor_pd(cos, negate_cos, cos, minus_zero)};
+Draw draw_of(std::uint64_t w) {
+  return {w & (kLayers - 1), ((w >> kLayerBits) & 1) != 0, static_cast<double>(w >> 12) * 0x1p-52};
 }
 
-// ARS-7 of the block's eight counters, four 128-bit lanes per register (VAES), then Box–Muller on
-// eight lanes: the a words of the eight counters in one register, the b words in another.
-void block_avx512(std::uint64_t key, std::uint64_t block, double* out, const LogTable& log_table) {
+double unit_open_below(std::uint64_t w) { return static_cast<double>((w >> 11) + 1) * kTwoPow53; }  // (0, 1]
+
+// The rest of the ziggurat for the number at `position` whose candidate fell outside its layer's
+// inner rectangle (a share 0.23% of draws). Its further words come from the fallback stream, ARS-7
+// under key (stream key, 1) at counter (position, k), k = 0, 1, …, so a number stays a function of
+// its position alone. Wedge (layer ≥ 1): accept x if a uniform height in the layer lies under f(x),
+// else start again from a fresh word; base layer beyond r: the tail by Marsaglia's method (1964).
+template <class Ars>
+[[gnu::cold, gnu::noinline]] double finish_draw(const Ziggurat& z, std::uint64_t key, std::uint64_t position, std::uint64_t word, Ars ars) {
+  std::uint64_t k = 0;
+  auto fallback = [&] { return ars(Pair{key, kFallbackKey}, Pair{position, k++}); };
+  for (;;) {
+    const Draw d = draw_of(word);
+    const double x = d.u * z.x[d.layer], sign = d.negative ? -1.0 : 1.0;
+    if (x < z.x[d.layer + 1]) return sign * x;
+    if (d.layer == 0)
+      for (;;) {  // z > r with density ∝ f(z): r + a with a ~ Exp(r), accepted with probability exp(−a²/2)
+        const Words w = fallback();
+        const double a = -std::log(unit_open_below(w.low)) / z.tail_start, b = -std::log(unit_open_below(w.high));
+        if (2 * b > a * a) return sign * (z.tail_start + a);
+      }
+    const Words w = fallback();
+    const double height = z.f[d.layer] + static_cast<double>(w.low >> 11) * kTwoPow53 * (z.f[d.layer + 1] - z.f[d.layer]);
+    if (height < std::exp(-0.5 * x * x)) return sign * x;
+    word = w.high;
+  }
+}
+
+// One block on one lane, counter by counter: number j < 8 from the low word of counter 8b + j, number
+// j ≥ 8 from the high word of counter 8b + j − 8.
+template <class Ars>
+void block_one_lane(std::uint64_t key, std::uint64_t block, double* out, const Ziggurat& z, Ars ars) {
+  for (std::size_t j = 0; j < kPairs; ++j) {
+    const Words w = ars(Pair{key, 0}, Pair{kPairs * block + j, 0});
+    out[j] = finish_draw(z, key, kBlock * block + j, w.low, ars);
+    out[j + kPairs] = finish_draw(z, key, kBlock * block + j + kPairs, w.high, ars);
+  }
+}
+
+#ifdef HDAT_NORMAL_STREAM_AVX512
+// Eight numbers from eight words at stream positions first, …, first + 7: the inner-rectangle test and
+// ±u x_layer on eight lanes (two gathers from the 16 kB table of x), the rare rest by finish_draw. The
+// same operations as the one-lane path, so the same bits.
+[[gnu::always_inline]] inline void eight_numbers(__m512i words, std::uint64_t key, std::uint64_t first, double* out, const Ziggurat& z) {
+  const __m512i layer = _mm512_and_si512(words, _mm512_set1_epi64(static_cast<long long>(kLayers - 1)));
+  const __m512d u = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(words, 12)), _mm512_set1_pd(0x1p-52));
+  const __m512d x = _mm512_mul_pd(u, _mm512_i64gather_pd(layer, z.x, 8));  // the candidate |x|
+  const __m512i sign = _mm512_and_si512(_mm512_slli_epi64(words, 63 - kLayerBits), _mm512_set1_epi64(static_cast<long long>(1ull << 63)));
+  _mm512_storeu_pd(out, _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(x), sign)));
+  const __mmask8 inner = _mm512_cmp_pd_mask(x, _mm512_i64gather_pd(layer, z.x + 1, 8), _CMP_LT_OQ);
+  if (inner != 0xFF) [[unlikely]] {
+    alignas(64) std::uint64_t w[8];
+    _mm512_store_si512(w, words);
+    for (int j = 0; j < 8; ++j)
+      if (!((inner >> j) & 1)) out[j] = finish_draw(z, key, first + static_cast<std::uint64_t>(j), w[j], ars_one_lane);
+  }
+}
+
+// ARS-7 of the block's eight counters, four 128-bit lanes per register (VAES); the low words of the
+// eight counters in one register, the high words in another.
+void block_avx512(std::uint64_t key, std::uint64_t block, double* out, const Ziggurat& z) {
   const __m512i weyl = _mm512_broadcast_i32x4(
       _mm_set_epi64x(static_cast<long long>(kWeylHigh), static_cast<long long>(kWeylLow)));
   const auto c = static_cast<long long>(kPairs * block);
@@ -250,74 +275,39 @@ void block_avx512(std::uint64_t key, std::uint64_t block, double* out, const Log
   k = _mm512_add_epi64(k, weyl);
   v0 = _mm512_aesenclast_epi128(v0, k);
   v1 = _mm512_aesenclast_epi128(v1, k);
-  const __m512i a = _mm512_permutex2var_epi64(v0, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), v1);
-  const __m512i b = _mm512_permutex2var_epi64(v0, _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1), v1);
-  const __m512d scale = _mm512_set1_pd(kTwoPow53);
-  const __m512d u1 = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_add_epi64(_mm512_srli_epi64(a, 11), _mm512_set1_epi64(1))), scale);
-  const __m512d u2 = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(b, 11)), scale);
-  const __m512d rho = _mm512_sqrt_pd(_mm512_mul_pd(_mm512_set1_pd(-2.0), log_unit_interval(u1, log_table)));
-  const SinCos angle = sincos_turns(u2);
-  _mm512_storeu_pd(out, _mm512_mul_pd(rho, angle.cos));
-  _mm512_storeu_pd(out + kPairs, _mm512_mul_pd(rho, angle.sin));
+  const __m512i low = _mm512_permutex2var_epi64(v0, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), v1);
+  const __m512i high = _mm512_permutex2var_epi64(v0, _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1), v1);
+  eight_numbers(low, key, kBlock * block, out, z);
+  eight_numbers(high, key, kBlock * block + kPairs, out + kPairs, z);
 }
 #endif
 
 // `count` whole blocks from `block` on, contiguous in out.
 void whole_blocks(std::uint64_t key, std::uint64_t block, std::size_t count, double* out) {
+  const Ziggurat& z = ziggurat();  // looked up once per fill: the guard of its static costs per block
 #ifdef HDAT_NORMAL_STREAM_AVX512
-  const LogTable& table = log_table();  // looked up once per fill: the guard of its static costs 3% per block
-  for (; count > 0; --count, ++block, out += kBlock) block_avx512(key, block, out, table);
+  for (; count > 0; --count, ++block, out += kBlock) block_avx512(key, block, out, z);
 #else
-  for (; count > 0; --count, ++block, out += kBlock) block_one_lane(key, block, out, ars_one_lane);
+  for (; count > 0; --count, ++block, out += kBlock) block_one_lane(key, block, out, z, ars_one_lane);
 #endif
 }
 
 }  // namespace
-}  // namespace ars_box_muller
+}  // namespace ars_ziggurat
 
-using namespace ars_box_muller;
+using namespace ars_ziggurat;
 
 NormalStream::NormalStream(std::uint64_t seed, std::uint64_t replica, std::uint64_t stream)
     : key_(stream_seed(seed, replica, stream)) {}
 
 void NormalStream::reference_block(std::uint64_t block, double* out) const {
-  block_one_lane(key_, block, out, ars_portable);
+  block_one_lane(key_, block, out, ziggurat(), ars_portable);
 }
 
 namespace detail {
-bool log_unit_interval(const double* u, double* out, std::size_t n) {
-#ifdef HDAT_NORMAL_STREAM_AVX512
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm512_storeu_pd(out + i, ars_box_muller::log_unit_interval(_mm512_loadu_pd(u + i), ars_box_muller::log_table()));
-  if (i < n) {
-    double in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, result[8];
-    std::copy(u + i, u + n, in);
-    _mm512_storeu_pd(result, ars_box_muller::log_unit_interval(_mm512_loadu_pd(in), ars_box_muller::log_table()));
-    std::copy(result, result + (n - i), out + i);
-  }
-  return true;
-#else
-  (void)u, (void)out, (void)n;
-  return false;
-#endif
-}
-bool sincos_turns(const double* u, double* sin, double* cos, std::size_t n) {
-#ifdef HDAT_NORMAL_STREAM_AVX512
-  for (std::size_t i = 0; i < n; i += 8) {
-    double in[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s[8], c[8];
-    const std::size_t m = std::min<std::size_t>(8, n - i);
-    std::copy(u + i, u + i + m, in);
-    const ars_box_muller::SinCos r = ars_box_muller::sincos_turns(_mm512_loadu_pd(in));
-    _mm512_storeu_pd(s, r.sin);
-    _mm512_storeu_pd(c, r.cos);
-    std::copy(s, s + m, sin + i);
-    std::copy(c, c + m, cos + i);
-  }
-  return true;
-#else
-  (void)u, (void)sin, (void)cos, (void)n;
-  return false;
-#endif
+ZigguratLayers ziggurat_layers() {
+  const Ziggurat& z = ziggurat();
+  return {z.x, z.f, static_cast<int>(kLayers), z.tail_start, z.layer_area};
 }
 }  // namespace detail
 

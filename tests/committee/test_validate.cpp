@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <string>
 
 #include "common.hpp"
 #include "compare.hpp"
@@ -40,9 +42,13 @@ Setup broken(Setup s, const std::string& term) {
 }  // namespace
 
 TEST_CASE("drift check: the mean one-step increment equals the theory's drift term by term; a broken term is caught") {
+  // A broken term is judged at t = 0 and t = 5 and must be caught at one of them at least: a term can be
+  // small at one state (the linear committee's second-layer drift at t = 5 is 1 to 7 standard errors
+  // over seeds 1-8, its v near the optimum; at t = 0 it is over 70).
   for (Activation g : {Activation::erf, Activation::linear}) {
     const Setup s = all_terms(g);
     OnlineSGD sim(s, 1000, 3, 0, 0);
+    std::map<std::string, int> times_caught;
     for (double t : {0.0, 5.0, 20.0}) {
       sim.advance_to(t);
       const long samples = 20000;
@@ -54,15 +60,18 @@ TEST_CASE("drift check: the mean one-step increment equals the theory's drift te
       CAPTURE(good.report());
       CHECK(good.agree);
       MESSAGE(fmt::format("{} t = {:g}: {}", activation_name(g), t, good.report()));
-      if (t == 5.0)
+      if (t <= 5.0)
         for (const std::string& term : s.active_terms()) {
           OnlineSGD again = sim;
           const DriftCheck bad = drift_check(again, CommitteeODE(broken(s, term)), samples);
-          CAPTURE(term);
-          CAPTURE(bad.report());
-          CHECK(!bad.agree);
+          times_caught[term] += bad.agree ? 0 : 1;
           MESSAGE(fmt::format("  broken {}: {}", term, bad.report()));
         }
+    }
+    for (const std::string& term : s.active_terms()) {
+      CAPTURE(activation_name(g));
+      CAPTURE(term);
+      CHECK(times_caught[term] >= 1);
     }
   }
 }

@@ -6,33 +6,40 @@
 //
 // The law (docs/architecture.md, "Random numbers"): the numbers come in blocks of 16; block b uses
 // the ARS-7 counters c = 8b, ..., 8b + 7 (Random123's ARS-1xm128i, AES rounds keyed by a Weyl
-// sequence; key = (stream_seed(...), 0) and counter (c, 0) as two 64-bit words, low first). The
-// output of counter c, a_c (low word) and b_c (high word), gives by Box–Muller
-//   u₁ = (⌊a_c / 2¹¹⌋ + 1) 2⁻⁵³ ∈ (0, 1],  u₂ = ⌊b_c / 2¹¹⌋ 2⁻⁵³ ∈ [0, 1),  ρ = √(−2 ln u₁),
-//   number 16b + j = ρ cos(2π u₂) for j < 8 (c = 8b + j) and ρ sin(2π u₂) for j ≥ 8 (c = 8b + j − 8).
-// On one lane ln and sincos are SLEEF's (3.5 ulp). On eight lanes they are hdat's own, written for
-// these arguments only (normal_stream.cpp): a division-free logarithm of (0, 1], measured within
-// 1.4 · 2⁻⁵² relative, and sin and cos of 2πu, within 1.5 · 2⁻⁵³ (the tests bound both by 2); the two
-// take 2.2 ns per lane against SLEEF's 3.7. Three paths compute the same formula: eight lanes at once
-// with AVX-512 and VAES (the AES rounds of four counters per instruction), one lane with AES-NI, and
-// one lane in plain C++ (the reference, on any CPU). The eight-lane and one-lane functions may differ
-// in the last bits, so a stream is reproducible bit for bit within a build. Why ARS and Box–Muller:
-// the AES rounds cost a quarter of Philox's multiplications per number (measured 630 against 410 M
-// numbers/s on this machine's core, both with SLEEF's functions), and Box–Muller needs no rejection
-// (every number is one counter's half, whatever the position), where a vectorised ziggurat measured
-// 316 M/s (its gathers and 2.8% slow path cost more than SLEEF's ln and sincos).
+// sequence; key = (stream_seed(...), 0) and counter (c, 0) as two 64-bit words, low first). Number
+// 16b + j is drawn from one 64-bit word, the low word of counter 8b + j for j < 8 and the high word of
+// counter 8b + j − 8 for j ≥ 8, by the ziggurat of Marsaglia and Tsang (2000) with 2048 layers: the
+// word's low 11 bits choose a layer i, its next bit the sign, its top 52 bits u ∈ [0, 1), and the
+// number is ±u x_i when u x_i < x_{i+1}, inside the layer's part wholly under the density (99.77% of
+// words). The rest (the wedges and the tail beyond r = x_1 ≈ 4.216) is finished exactly with further
+// words from a fallback stream, ARS-7 under key (stream_seed(...), 1) at counters (i, k), k = 0, 1, …,
+// so that a number stays a function of its position i (normal_stream.cpp). Three paths compute it:
+// eight lanes at once with AVX-512 and VAES (the AES rounds of four counters per instruction, the
+// layer tables read by gathers), one lane with AES-NI, and one lane in plain C++ (the reference, on
+// any CPU); they do the same floating-point operations and give the same bits. Why ARS and a
+// ziggurat: the AES rounds cost a quarter of Philox's multiplications per number, and the ziggurat's
+// usual draw is one multiplication and one comparison where Box–Muller needs ln, √ and sin/cos:
+// measured side by side 1.7 times the rate of an ARS Box–Muller with ln and sincos written for it
+// (docs/specialization.md, "Speed"). 2048 layers rather than the usual 128 or 256 because every draw
+// that leaves the vector path costs a mispredicted branch and a scalar finish: 0.23% of draws here,
+// 1.5% at 256 (the full step measured 0.545 ms at 1024 layers, 0.50 at 2048, 0.48 at 4096, whose u
+// would keep only 51 bits).
 #include <cstddef>
 #include <cstdint>
 
 namespace hdat::rng {
 
 namespace detail {
-/// out[i] = ln u[i] for u[i] in (0, 1], by the eight-lane logarithm of the AVX-512 path; false (and
-/// nothing written) in a build without that path. For the tests.
-bool log_unit_interval(const double* u, double* out, std::size_t n);
-/// sin[i] = sin 2πu[i], cos[i] = cos 2πu[i] for u[i] in [0, 1), by the eight-lane functions of the
-/// AVX-512 path; false in a build without it. For the tests.
-bool sincos_turns(const double* u, double* sin, double* cos, std::size_t n);
+/// The ziggurat's tables, for the tests: x[0..layers] (x[1] = tail_start = r, x[layers] = 0) and
+/// f[i] = exp(−x[i]²/2); every layer has area layer_area = r f(r) + ∫_r^∞ f.
+struct ZigguratLayers {
+  const double* x;
+  const double* f;
+  int layers;
+  double tail_start;
+  double layer_area;
+};
+ZigguratLayers ziggurat_layers();
 }  // namespace detail
 
 class NormalStream {
@@ -49,8 +56,8 @@ class NormalStream {
   void seek(std::uint64_t position) { position_ = position; }
   std::uint64_t key() const { return key_; }
 
-  /// Block `block` (16 numbers) by the formula above on one lane, counter by counter, the AES rounds
-  /// in plain C++: the reference the fast paths (and it, Random123's ARS) are tested against.
+  /// Block `block` (16 numbers) by the law above on one lane, counter by counter, the AES rounds in
+  /// plain C++: the reference the fast paths (and it, Random123's ARS) are tested against.
   void reference_block(std::uint64_t block, double* out) const;
 
   /// Whether this build computes eight lanes at once (AVX-512 with VAES) or one.

@@ -5,7 +5,7 @@
 // χ_hℓ = x_ℓ·k_h/√D, prediction ŷ = Σ_ℓ w_ℓ(χ) z_ℓ, loss ½(y − ŷ)², one step per `batch` fresh
 // samples, t = steps / D. The attention code is the theory's (hdat/specialization/attention.hpp).
 //
-// Per step: L·D Gaussian draws (rng::NormalStream: counter-based ARS and vectorised Box–Muller)
+// Per step: L·D Gaussian draws (rng::NormalStream: counter-based ARS and a vectorised ziggurat)
 // and about 2·L·D·(H+1) multiply-adds; memory O(L·D + H·D); no allocation inside the step.
 #include <Eigen/Dense>
 #include <boost/random/normal_distribution.hpp>
