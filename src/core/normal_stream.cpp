@@ -23,7 +23,7 @@ namespace {
 constexpr std::size_t kBlock = 16;     // numbers per block
 constexpr std::size_t kPairs = 8;      // ARS counters per block
 constexpr int kRounds = 7;             // Random123's default for ARS-1xm128i
-constexpr double kTwoPow53 = 0x1p-53;
+constexpr double kTwoPow52 = 0x1p-52, kTwoPow53 = 0x1p-53;
 constexpr std::uint64_t kWeylLow = 0x9E3779B97F4A7C15ull;   // the round keys' increments (Random123's
 constexpr std::uint64_t kWeylHigh = 0xBB67AE8584CAA73Bull;  // golden ratio and √3 − 1 as 64-bit words)
 constexpr int kLayerBits = 11;
@@ -90,18 +90,14 @@ std::uint64_t word_of(const Bytes& b, int half) {
   return w;
 }
 
+// A 128-bit key, counter or output of ARS as two 64-bit words.
 struct Words {
-  std::uint64_t low, high;
-};
-
-// A 128-bit key or counter as two 64-bit words, low first.
-struct Pair {
   std::uint64_t low, high;
 };
 
 // ARS-7 of `counter` under `key`: v = counter ⊕ key, then six rounds and a last one, the round key
 // advancing by the Weyl increment (in each 64-bit half) before each.
-Words ars_portable(Pair key, Pair counter) {
+Words ars_portable(Words key, Words counter) {
   std::uint64_t k_low = key.low, k_high = key.high;
   Bytes v = bytes_of(counter.low ^ key.low, counter.high ^ key.high);
   for (int round = 1; round <= kRounds; ++round) {
@@ -113,7 +109,7 @@ Words ars_portable(Pair key, Pair counter) {
 
 #if defined(__AES__)
 // The same with the AES-NI instruction on one lane.
-Words ars_one_lane(Pair key, Pair counter) {
+Words ars_one_lane(Words key, Words counter) {
   const __m128i weyl = _mm_set_epi64x(static_cast<long long>(kWeylHigh), static_cast<long long>(kWeylLow));
   __m128i k = _mm_set_epi64x(static_cast<long long>(key.high), static_cast<long long>(key.low));
   __m128i v = _mm_xor_si128(_mm_set_epi64x(static_cast<long long>(counter.high), static_cast<long long>(counter.low)), k);
@@ -125,7 +121,7 @@ Words ars_one_lane(Pair key, Pair counter) {
   return {static_cast<std::uint64_t>(_mm_cvtsi128_si64(v)), static_cast<std::uint64_t>(_mm_extract_epi64(v, 1))};
 }
 #else
-Words ars_one_lane(Pair key, Pair counter) { return ars_portable(key, counter); }
+Words ars_one_lane(Words key, Words counter) { return ars_portable(key, counter); }
 #endif
 
 // ---------------------------------------------------------------------------------------------
@@ -197,7 +193,7 @@ struct Draw {
 };
 
 Draw draw_of(std::uint64_t w) {
-  return {w & (kLayers - 1), ((w >> kLayerBits) & 1) != 0, static_cast<double>(w >> 12) * 0x1p-52};
+  return {w & (kLayers - 1), ((w >> kLayerBits) & 1) != 0, static_cast<double>(w >> 12) * kTwoPow52};
 }
 
 double unit_open_below(std::uint64_t w) { return static_cast<double>((w >> 11) + 1) * kTwoPow53; }  // (0, 1]
@@ -210,7 +206,7 @@ double unit_open_below(std::uint64_t w) { return static_cast<double>((w >> 11) +
 template <class Ars>
 [[gnu::cold, gnu::noinline]] double finish_draw(const Ziggurat& z, std::uint64_t key, std::uint64_t position, std::uint64_t word, Ars ars) {
   std::uint64_t k = 0;
-  auto fallback = [&] { return ars(Pair{key, kFallbackKey}, Pair{position, k++}); };
+  auto fallback = [&] { return ars(Words{key, kFallbackKey}, Words{position, k++}); };
   for (;;) {
     const Draw d = draw_of(word);
     const double x = d.u * z.x[d.layer], sign = d.negative ? -1.0 : 1.0;
@@ -228,14 +224,24 @@ template <class Ars>
   }
 }
 
+// The number at `position` from its word: the candidate if it lies in its layer's inner rectangle,
+// else the rest of the ziggurat.
+template <class Ars>
+double number_of_word(const Ziggurat& z, std::uint64_t key, std::uint64_t position, std::uint64_t word, Ars ars) {
+  const Draw d = draw_of(word);
+  const double x = d.u * z.x[d.layer];
+  if (x < z.x[d.layer + 1]) return d.negative ? -x : x;
+  return finish_draw(z, key, position, word, ars);
+}
+
 // One block on one lane, counter by counter: number j < 8 from the low word of counter 8b + j, number
 // j ≥ 8 from the high word of counter 8b + j − 8.
 template <class Ars>
 void block_one_lane(std::uint64_t key, std::uint64_t block, double* out, const Ziggurat& z, Ars ars) {
   for (std::size_t j = 0; j < kPairs; ++j) {
-    const Words w = ars(Pair{key, 0}, Pair{kPairs * block + j, 0});
-    out[j] = finish_draw(z, key, kBlock * block + j, w.low, ars);
-    out[j + kPairs] = finish_draw(z, key, kBlock * block + j + kPairs, w.high, ars);
+    const Words w = ars(Words{key, 0}, Words{kPairs * block + j, 0});
+    out[j] = number_of_word(z, key, kBlock * block + j, w.low, ars);
+    out[j + kPairs] = number_of_word(z, key, kBlock * block + j + kPairs, w.high, ars);
   }
 }
 
@@ -245,7 +251,7 @@ void block_one_lane(std::uint64_t key, std::uint64_t block, double* out, const Z
 // same operations as the one-lane path, so the same bits.
 [[gnu::always_inline]] inline void eight_numbers(__m512i words, std::uint64_t key, std::uint64_t first, double* out, const Ziggurat& z) {
   const __m512i layer = _mm512_and_si512(words, _mm512_set1_epi64(static_cast<long long>(kLayers - 1)));
-  const __m512d u = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(words, 12)), _mm512_set1_pd(0x1p-52));
+  const __m512d u = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(words, 12)), _mm512_set1_pd(kTwoPow52));
   const __m512d x = _mm512_mul_pd(u, _mm512_i64gather_pd(layer, z.x, 8));  // the candidate |x|
   const __m512i sign = _mm512_and_si512(_mm512_slli_epi64(words, 63 - kLayerBits), _mm512_set1_epi64(static_cast<long long>(1ull << 63)));
   _mm512_storeu_pd(out, _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(x), sign)));
