@@ -93,7 +93,7 @@ int time_full_step() {
   std::sort(sorted.begin(), sorted.end());
   fmt::print("{{\"implementation\": \"hdat full engine\", \"D\": {}, \"L\": {}, \"H\": {}, \"dtype\": \"float64\", "
              "\"ms_per_step\": {:.4f}, \"rounds_ms\": [{:.4f}], \"generator\": \"{}\", \"draws_per_s\": {:.4g}, \"fma_per_s\": {:.4g}}}\n",
-             D, L, H, sorted[2], fmt::join(rounds, ", "), rng::NormalStream::vectorised() ? "ARS+ziggurat AVX-512" : "ARS+ziggurat one lane",
+             D, L, H, sorted[2], fmt::join(rounds, ", "), fmt::format("ARS+ziggurat, {} lanes", rng::NormalStream::lanes()),
              normal_stream_rate(), fma_rate());
   return 0;
 }
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   const double fma = fma_rate(), draws = normal_stream_rate(), ziggurat = ziggurat_rate();
   fmt::print("\nthis core: {:.2f} GFMA/s (in-cache GEMM); Gaussian draws: {:.1f} M/s rng::NormalStream (ARS + ziggurat, {}), "
              "{:.1f} M/s Boost ziggurat on mt19937_64\n",
-             fma / 1e9, draws / 1e6, rng::NormalStream::vectorised() ? "AVX-512" : "one lane", ziggurat / 1e6);
+             fma / 1e9, draws / 1e6, fmt::format("{} lanes", rng::NormalStream::lanes()), ziggurat / 1e6);
   fmt::print("{:>7} {:>4} {:>3} {:>12} {:>12} {:>10} {:>14}\n", "D", "L", "H", "steps/s", "roofline/s", "fraction", "s per unit t");
   for (int D : {1000, 10000}) {
     for (auto [L, H] : {std::pair{8, 2}, std::pair{32, 4}}) {

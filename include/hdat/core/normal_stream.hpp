@@ -13,10 +13,11 @@
 // number is ±u x_i when u x_i < x_{i+1}, inside the layer's part wholly under the density (99.77% of
 // words). The rest (the wedges and the tail beyond r = x_1 ≈ 4.216) is finished exactly with further
 // words from a fallback stream, ARS-7 under key (stream_seed(...), 1) at counters (i, k), k = 0, 1, …,
-// so that a number stays a function of its position i (normal_stream.cpp). Three paths compute it:
+// so that a number stays a function of its position i (normal_stream.cpp). Four paths compute it:
 // eight lanes at once with AVX-512 and VAES (the AES rounds of four counters per instruction, the
-// layer tables read by gathers), one lane with AES-NI, and one lane in plain C++ (the reference, on
-// any CPU); they do the same floating-point operations and give the same bits. Why ARS and a
+// layer tables read by gathers), four lanes with AVX2 and VAES (two counters per instruction, the
+// table by 16-byte loads), one lane with AES-NI, and one lane in plain C++ (the reference, on any
+// CPU); they do the same floating-point operations and give the same bits. Why ARS and a
 // ziggurat: the AES rounds cost a quarter of Philox's multiplications per number, and the ziggurat's
 // usual draw is one multiplication and one comparison where Box–Muller needs ln, √ and sin/cos:
 // measured side by side 1.7 times the rate of an ARS Box–Muller with ln and sincos written for it
@@ -60,8 +61,8 @@ class NormalStream {
   /// plain C++: the reference the fast paths (and it, Random123's ARS) are tested against.
   void reference_block(std::uint64_t block, double* out) const;
 
-  /// Whether this build computes eight lanes at once (AVX-512 with VAES) or one.
-  static bool vectorised();
+  /// How many numbers this build computes at once: 8 (AVX-512 with VAES), 4 (AVX2 with VAES) or 1.
+  static int lanes();
 
  private:
   std::uint64_t key_;
