@@ -9,14 +9,21 @@ namespace skinny_kernels {
 namespace {
 
 using Index = Eigen::Index;
-constexpr int kLanes = 8;  // doubles per AVX-512 register; Eigen maps the packet to one register
+// The blocks are sized to the register file, so that every sum stays in a register: a packet is one
+// register (Eigen maps it to one), and the fields kernel's R × C sums, C weights and a token fill it.
+#if defined(__AVX512F__)
+constexpr int kLanes = 8;    // doubles per AVX-512 register, 32 registers
+constexpr int kRows = 4;     // rows of X per block of the fields kernel
+constexpr int kColumns = 6;  // columns of W per block: 4 × 6 sums + 6 weights + 1 token in 31 registers
+#else
+constexpr int kLanes = 4;    // doubles per AVX register, 16 registers
+constexpr int kRows = 2;
+constexpr int kColumns = 5;  // 2 × 5 sums + 5 weights + 1 token in 16 registers
+#endif
 using Packet = Eigen::Array<double, kLanes, 1>;
 using PacketMap = Eigen::Map<const Packet>;
 
-constexpr int kRows = 4;     // rows of X per block of the fields kernel
-constexpr int kColumns = 6;  // columns of W per block: 4 × 6 sums + 6 weights + 1 token in 31 registers
-
-// F(r0.., c0..) += X(r0 .. r0+R, :) W(:, c0 .. c0+C): R × C sums along D, eight coordinates at a time.
+// F(r0.., c0..) += X(r0 .. r0+R, :) W(:, c0 .. c0+C): R × C sums along D, one packet of coordinates at a time.
 template <int R, int C>
 void fields_block(const TokenRows& X, const WeightColumns& W, Eigen::Ref<Eigen::MatrixXd> F, Index r0, Index c0) {
   const Index D = X.cols();
@@ -48,18 +55,16 @@ void fields_rows(const TokenRows& X, const WeightColumns& W, Eigen::Ref<Eigen::M
   fields_block<R, C>(X, W, F, r0, c0);
 }
 
+template <int R = kRows>
 void fields_any(const TokenRows& X, const WeightColumns& W, Eigen::Ref<Eigen::MatrixXd> F, Index r0, Index c0, int rows, int columns) {
-  switch (rows) {
-    case 4: return fields_rows<4>(X, W, F, r0, c0, columns);
-    case 3: return fields_rows<3>(X, W, F, r0, c0, columns);
-    case 2: return fields_rows<2>(X, W, F, r0, c0, columns);
-    default: return fields_rows<1>(X, W, F, r0, c0, columns);
-  }
+  if constexpr (R > 1)
+    if (rows < R) return fields_any<R - 1>(X, W, F, r0, c0, rows, columns);
+  fields_rows<R>(X, W, F, r0, c0, columns);
 }
 
-constexpr int kUpdateColumns = 8;  // columns of U per pass: 8 sums, a token, a broadcast weight
+constexpr int kUpdateColumns = 8;  // columns of U per pass: 8 sums, a token, a broadcast weight (10 registers)
 
-// U(:, c0 .. c0+C) += Xᵀ G(:, c0 .. c0+C), eight coordinates of D at a time, from the last to the first.
+// U(:, c0 .. c0+C) += Xᵀ G(:, c0 .. c0+C), one packet of D at a time, from the last to the first.
 template <int C>
 void update_block(const TokenRows& X, const Eigen::Ref<const Eigen::MatrixXd>& G, WritableWeightColumns U, Index c0) {
   const Index D = X.cols(), L = X.rows();
