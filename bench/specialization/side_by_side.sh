@@ -7,7 +7,12 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${1:-build}
 rounds=${2:-2}
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo "side_by_side: python3-torch is not installed (apt-get install python3-torch libopenblas0-pthread)" >&2
+  exit 1
+fi
 out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 for r in $(seq "$rounds"); do
   OMP_NUM_THREADS=1 "$build/bench/specialization/bench_specialization" --step | tee -a "$out"
   OMP_NUM_THREADS=1 /usr/bin/python3 "$here/torch_step.py" --dtype float64 | tee -a "$out"
@@ -26,4 +31,3 @@ r = [x for x in rows if x["implementation"].startswith("hdat")][-1]
 roof = 32 * 10000 / r["draws_per_s"] + (32 * 10000 * 5 + 10000 * 32 * 4) / r["fma_per_s"]
 print(f"roofline of this core: {roof * 1e3:.3f} ms/step ({r['draws_per_s'] / 1e6:.0f} M draws/s, {r['fma_per_s'] / 1e9:.1f} GFMA/s); measured at {roof * 1e3 / h:.0%} of it")
 PY
-rm -f "$out"
