@@ -20,6 +20,7 @@ import argparse
 import collections
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,6 +70,9 @@ def main():
     args = a.args[1:] if a.args and a.args[0] == "--" else a.args
     if not args:
         ap.error("give the hdat command line after --")
+    if not shutil.which("gdb"):
+        print("count_calls: needs gdb (Debian package gdb)", file=sys.stderr)
+        return 2
     script = ["set pagination off", "set print demangle on", "set print asm-demangle on", "set confirm off",
               "set breakpoint pending off"]
     for k, f in enumerate(a.function):

@@ -288,6 +288,18 @@ def compare_text(pa, pb, na, nb, rtol=0.0, atol=0.0):
     return out
 
 
+def compare_exit_codes(pa, pb):
+    """exit_codes.txt: "<step> <code>" per line; by step, so that an added step shifts nothing."""
+    def read(path):
+        with open(path) as f:
+            return dict(line.split() for line in f if line.strip())
+    a, b = read(pa), read(pb)
+    out = [f"{k}: exit {a[k]} -> {b[k]}" for k in a if k in b and a[k] != b[k]]
+    out += [f"{k}: only before (exit {a[k]})" for k in a if k not in b]
+    out += [f"{k}: only after (exit {b[k]})" for k in b if k not in a]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("before")
@@ -324,7 +336,9 @@ def main():
         ext = os.path.splitext(key)[1].lower()
         if ext in FIGURE_EXTENSIONS:
             continue
-        if ext == ".csv":
+        if key == "exit_codes.txt":
+            diffs = compare_exit_codes(pa, pb)
+        elif ext == ".csv":
             diffs = compare_csv(pa, pb, na, nb, args.rtol, args.atol)
         elif ext == ".json":
             diffs = compare_json(pa, pb, na, nb, args.rtol, args.atol)

@@ -88,7 +88,7 @@ class SnapshotCompare(unittest.TestCase):
         code, out = self.compare()
         self.assertEqual(code, 1, out)
         self.assertIn("validation.verdict", out)
-        self.assertIn("'m/validate_broken 0'", out)
+        self.assertIn("m/validate_broken: exit 1 -> 0", out)
 
     def test_durations_rates_dates_hosts_and_revisions_are_not_compared(self):
         self.edit("m/validate/run.json", '"wall_seconds": 1.5', '"wall_seconds": 9.5')
@@ -108,6 +108,13 @@ class SnapshotCompare(unittest.TestCase):
         self.assertEqual(code, 1, out)
         self.assertIn("summary", out)
         self.assertIn("DISAGREE", out)
+
+    def test_a_step_added_to_the_snapshot_is_listed_by_name(self):
+        write(self.b, "exit_codes.txt", "m/validate 0\nm/validate.resume 0\nm/validate_broken 1\n")
+        code, out = self.compare()
+        self.assertEqual(code, 1, out)
+        self.assertIn("m/validate.resume: only after (exit 0)", out)
+        self.assertNotIn("validate_broken", out)
 
     def test_files_only_on_one_side_are_listed(self):
         os.remove(os.path.join(self.b, "m/validate/validate.csv"))
