@@ -8,6 +8,7 @@
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/constants.hpp"
+#include "hdat/core/suggest.hpp"
 
 namespace hdat::sweep {
 
@@ -68,7 +69,8 @@ void parse_column_form(const std::string& text, const std::vector<std::string>& 
     o.kind = Observable::Kind::cross;
     o.column = f[1];
   } else {
-    malformed(text, fmt::format("unknown form '{}'", head));
+    malformed(text, fmt::format("unknown form '{}'{}", head,
+                                did_you_mean(head, {"final", "last", "min", "max", "argmin", "argmax", "at", "cross", "info", "table"})));
   }
 }
 
