@@ -27,7 +27,7 @@ PYTHON_PHRASES = [
      "expected {key: 'start:stop:count'}, {key: 'start:stop:count:log'} or {key: [a, b, ...]}"),
     ("(see `hdat list MODEL`)", "(see hdat.parameters(model))"),
     ("`hdat list MODEL`", "hdat.parameters(model)"),
-    ("--mode theory|simulate", "mode='theory' | 'simulate'"),
+    ("; --mode takes ", "; mode takes "),
     ("; give --observable (e.g. final:COLUMN)", "; give observables=['final:COLUMN']"),
 ]
 

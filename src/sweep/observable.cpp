@@ -38,6 +38,8 @@ bool read_double(const std::string& t, double& v) {
 }
 
 [[noreturn]] void malformed(const std::string& text, const std::string& why) {
+  const bool suggestion = !why.empty() && why.back() == '?';  // "...; did you mean 'final'?": the forms in parentheses
+  if (suggestion) throw InputError("--observable", fmt::format("'{}': {} ({})", text, why, kObservableForms));
   throw InputError("--observable", fmt::format("'{}': {}; {}", text, why, kObservableForms));
 }
 

@@ -90,8 +90,8 @@ std::string command_for_mode(const ModelEntry& model, const std::string& mode) {
   if (!model.commands.count(command)) {
     std::vector<std::string> have;
     for (const auto& [k, v] : model.commands) have.push_back(k);
-    throw InputError("--mode", fmt::format("model '{}' has no '{}' command{} (--mode theory|simulate, or one of its commands)", model.name,
-                                           command, did_you_mean_among(command, have, "it has")));
+    throw InputError("--mode", fmt::format("model '{}' has no '{}' command{}; --mode takes theory, simulate or one of its commands",
+                                           model.name, command, did_you_mean_among(command, have, "it has")));
   }
   return command;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/suggest.hpp"
@@ -39,14 +40,13 @@ const CLI::App* command_of(const CLI::App& app, const std::vector<std::string>& 
 std::string usage(const CLI::App& sub) {
   std::string line = "hdat " + sub.get_name();
   for (const auto* o : sub.get_options()) {
-    if (o->get_name() == "--help" || o->get_name() == "-h,--help") continue;
     std::string word;
     if (o->get_positional()) {
       word = o->get_name();
     } else {
+      if (o->get_lnames().empty() || o->get_lnames().front().rfind("help", 0) == 0) continue;  // --help, --help-all
       const std::string name = "--" + o->get_lnames().front();
-      if (o->get_lnames().front() == "help") continue;
-      const bool flag = o->get_type_size_max() == 0;
+      const bool flag = o->get_type_name().empty();
       word = flag ? name : name + " " + (takes_assignment(name) ? "key=value" : o->get_type_name());
     }
     if (o->get_expected_max() > 1) word += "...";
@@ -63,8 +63,7 @@ void check_command_word(const CLI::App& app, const std::vector<std::string>& arg
   if (first.rfind("-", 0) == 0)
     throw InputError("", fmt::format("the command comes first (hdat COMMAND [options]), got the option '{}'; commands: {}", first,
                                      fmt::join(commands, ", ")));
-  throw InputError("", fmt::format("unknown command '{}'{} (hdat --help says what each does)", first,
-                                   did_you_mean_among(first, commands, "commands")));
+  throw InputError("", fmt::format("unknown command '{}'{}", first, did_you_mean_among(first, commands, "commands")));
 }
 
 void check_unplaced(const CLI::App& sub, const std::vector<std::string>& args) {
@@ -96,7 +95,8 @@ void check_unplaced(const CLI::App& sub, const std::vector<std::string>& args) {
 
 void rethrow_parse_error(const CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args) {
   const CLI::App* sub = command_of(app, args);
-  throw InputError("", sub ? fmt::format("{} (usage: {})", e.what(), usage(*sub)) : std::string(e.what()));
+  if (sub) throw InputError("", fmt::format("{} (usage: {})", e.what(), usage(*sub)));
+  throw InputError("", fmt::format("{} (hdat COMMAND ...; commands: {})", e.what(), fmt::join(command_names(app), ", ")));
 }
 
 }  // namespace hdat::cli
