@@ -169,3 +169,11 @@ def test_a_python_maps_file_is_located_too(tmp_path):
     path.write_text('{"maps": [\n  {"layer": 0 "head": 0}\n]}\n')
     e = python_error(lambda: hdat.geometry(maps=path, out=tmp_path / "o"))
     assert e.key == "maps" and "line 2, column 15:" in str(e)
+
+
+def test_options_named_inside_a_message_become_keyword_arguments(tmp_path):
+    r = hdat.curve("committee", t_max=2, n_points=3, quiet=True, out=tmp_path / "c")
+    e = python_error(lambda: hdat.plot(r, heatmap=True, lines=True))
+    assert e.key == "heatmap" and "choose heatmap= or lines=, not both" in str(e)
+    cli_text = refused(cli("plot", tmp_path / "c", "--heatmap", "--lines"))
+    assert cli_text == "parameter '--heatmap': choose --heatmap or --lines, not both"
