@@ -467,6 +467,10 @@ json parse_json_input(const std::string& text, const std::string& key, const std
     const TextPosition p = position_of(text, start);
     throw InputError(key, fmt::format("{} is not valid JSON: line {}, column {}: {} (the line: `{}`)", what, p.line, p.column,
                                       ascii(reason), ascii(p.text)));
+  } catch (const json::exception& e) {  // a number beyond double (out_of_range 406): no position, the number is named
+    const std::string w = e.what();
+    const auto bracket = w.find("] ");
+    throw InputError(key, fmt::format("{} is not valid JSON: {}", what, ascii(bracket == std::string::npos ? w : w.substr(bracket + 2))));
   }
 }
 
