@@ -150,7 +150,8 @@ void translate(std::exception_ptr p) {
   auto raise = [](const char* cls, py::handle fallback, const std::string& message, const std::string* key) {
     try {
       py::object type = py::module_::import("hdat._errors").attr(cls);
-      py::object e = key ? type(message, *key) : type(message);
+      // An InputError's message is the command line's: _from_core says it in Python's terms.
+      py::object e = key ? type.attr("_from_core")(message, *key) : type(message);
       PyErr_SetObject(type.ptr(), e.ptr());
     } catch (const py::error_already_set&) {
       PyErr_SetString(fallback.ptr(), message.c_str());

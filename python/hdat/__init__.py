@@ -21,6 +21,12 @@ import os
 import sys
 from collections import namedtuple
 
+# An installed package (pip install .) carries the bundled model (data/models/stories260K) beside it:
+# hdat's data folder unless HDAT_DATA_DIR names another. From a build tree the source's data/ is used.
+_PACKAGED_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+if os.path.isdir(os.path.join(_PACKAGED_DATA, "models")):
+    os.environ.setdefault("HDAT_DATA_DIR", _PACKAGED_DATA)
+
 import pandas as pd
 
 from . import _core

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _core
-from ._errors import InputError, Interrupted
+from ._errors import InputError, Interrupted, NumericalError
 
 METHODS = tuple(_core.methods())
 
@@ -110,7 +110,7 @@ def _event_list(events):
 
 
 def integrate(f, x0, t, *, method="dopri5", rtol=1e-8, atol=1e-10, log_time=False, time_scale=1.0, events=None, blocks=None,
-              initial_step=0.0, max_step=0.0, max_steps=10_000_000, divergence=1e12):
+              initial_step=0.0, max_step=0.0, max_steps=10_000_000, divergence=1e12, check=True):
     """Integrate dx/dt = f(t, x) from x0 at t[0] and return the states at every time of t.
 
     f         f(t, x) -> dx/dt; x is a NumPy array (with `blocks`: a dict of the named arrays, and f may
@@ -126,8 +126,12 @@ def integrate(f, x0, t, *, method="dopri5", rtol=1e-8, atol=1e-10, log_time=Fals
               run unless g.terminal is False
     blocks    {"Q": (K, K), "R": (K, M), "v": (K,)}: named state blocks (hdat::StateLayout)
     initial_step, max_step (0: automatic / unlimited), max_steps, divergence (|x_k| above it stops the run)
-    Returns a Solution (numerical trouble is its status, never an exception; Ctrl-C raises
-    hdat.Interrupted carrying the part computed).
+    check     True (default): a run that did not reach t[-1] for a numerical reason (non-finite or
+              diverging state, max_steps, step-size underflow) raises hdat.NumericalError, whose
+              .result is the Solution up to where it stopped; False: the Solution is returned and
+              its .status / .ok say what happened
+    Returns a Solution (completed, or stopped by an event); Ctrl-C raises hdat.Interrupted carrying
+    the part computed.
     """
     # Types here; ranges by the engine's own IntegrateOptions::validate (InputError naming the option).
     if not isinstance(method, str):
@@ -136,6 +140,8 @@ def integrate(f, x0, t, *, method="dopri5", rtol=1e-8, atol=1e-10, log_time=Fals
                        ("divergence", divergence)):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise _bad(key, f"must be a number, got {value!r}")
+    if not isinstance(check, (bool, np.bool_)):
+        raise _bad("check", f"must be True (a numerical failure raises hdat.NumericalError) or False (it is the status), got {check!r}")
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)):
         raise _bad("max_steps", f"must be a whole number, got {max_steps!r}")
     if not callable(f):
@@ -194,4 +200,15 @@ def integrate(f, x0, t, *, method="dopri5", rtol=1e-8, atol=1e-10, log_time=Fals
     solution = Solution(raw["t"], raw["x"], raw["summary"], layout, fired)
     if raw["interrupted"]:
         raise Interrupted("hdat.integrate: interrupted; the part computed is in .result", solution)
+    if check and not solution.ok:
+        raise NumericalError(_failure_text(solution), solution)
     return solution
+
+
+def _failure_text(solution):
+    """What went wrong, where, and what the exception carries (one paragraph)."""
+    s = solution.summary
+    reached = f"t = {solution.t[-1]:.6g}" if len(solution.t) else "no requested time"
+    return (f"hdat.integrate: {s.status}: {s.message or 'the run stopped'} (from t = {s.t_start:.6g} towards {s.t_requested:.6g}; "
+            f"the last requested time reached is {reached}). The states up to there are in .result (an hdat.Solution); "
+            f"check=False returns it instead of raising.")

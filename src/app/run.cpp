@@ -6,15 +6,16 @@
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/output.hpp"
+#include "hdat/core/suggest.hpp"
 
 namespace hdat::app {
 
 const Command& find_command(const ModelEntry& model, const std::string& command) {
   auto it = model.commands.find(command);
   if (it != model.commands.end()) return it->second;
-  std::string have;
-  for (const auto& [k, v] : model.commands) have += (have.empty() ? "" : ", ") + k;
-  throw InputError("MODEL", fmt::format("model '{}' has no '{}' command (it has: {})", model.name, command, have));
+  std::vector<std::string> have;
+  for (const auto& [k, v] : model.commands) have.push_back(k);
+  throw InputError("MODEL", fmt::format("model '{}' has no '{}' command{}", model.name, command, did_you_mean_among(command, have, "it has")));
 }
 
 nlohmann::json config_of(const std::string& config_file) {

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "hdat/core/suggest.hpp"
+
 namespace hdat {
 
 bool Range::contains(double x) const {
@@ -193,7 +195,7 @@ json check_value(const ParamSpec& spec, const json& value) {
       if (!value.is_string()) throw InputError(spec.key, "expected one of " + allowed + ", got " + shown(value));
       for (const auto& c : spec.choices)
         if (c == value.get<std::string>()) return value;
-      throw InputError(spec.key, "expected one of " + allowed + ", got " + shown(value));
+      throw InputError(spec.key, "expected one of " + allowed + ", got " + shown(value) + did_you_mean(value.get<std::string>(), spec.choices));
     }
     case ParamKind::real_list:
     case ParamKind::int_list: {
@@ -289,7 +291,7 @@ Params Params::with(const json& flat_overrides) const {
   json f = flat_;
   for (auto it = flat_overrides.begin(); it != flat_overrides.end(); ++it) {
     const ParamSpec* s = set_->find(it.key());
-    if (!s) throw InputError(it.key(), "unknown key");
+    if (!s) throw InputError(it.key(), "unknown key" + did_you_mean(it.key(), set_->keys()));
     f[it.key()] = check_value(*s, it.value());
   }
   std::set<std::string> given = given_;
@@ -326,7 +328,8 @@ bool is_utf8(const std::string& text) {
 std::pair<std::string, json> parse_assignment(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw InputError("", "--set expects key=value, got '" + text + "'");
+    throw InputError("", "--set expects key=value as one word (e.g. --set " + (eq == 0 || text.empty() ? std::string("eta") : text) +
+                             "=0.5), got '" + text + "'");
   std::string key = text.substr(0, eq);
   std::string val = text.substr(eq + 1);
   // Everything hdat writes (run.json, messages) is JSON text: bytes that are not UTF-8 are refused here.
@@ -351,11 +354,9 @@ json flatten_config(const json& nested, const ParamSet& set) {
 }
 
 namespace {
-std::string close_keys(const ParamSet& set, const std::string& key) {
-  std::string out;
-  for (const auto& s : set.specs()) out += (out.empty() ? "" : ", ") + s.key;
-  (void)key;
-  return out;
+// The nearest key first (a misspelling), then every key.
+std::string unknown_key(const ParamSet& set, const std::string& key, const char* origin) {
+  return fmt::format("unknown key (from {}){}", origin, did_you_mean_among(key, set.keys(), "allowed keys"));
 }
 }  // namespace
 
@@ -364,7 +365,7 @@ Params resolve(const ParamSet& set, const json& config, const std::vector<std::p
   for (const auto& s : set.specs()) flat[s.key] = s.default_value;
   auto apply = [&](const std::string& key, const json& value, const char* origin) {
     const ParamSpec* s = set.find(key);
-    if (!s) throw InputError(key, fmt::format("unknown key (from {}); allowed keys: {}", origin, close_keys(set, key)));
+    if (!s) throw InputError(key, unknown_key(set, key, origin));
     flat[key] = check_value(*s, value);
   };
   if (!config.is_null()) {
@@ -385,13 +386,100 @@ Params resolve(const ParamSet& set, const json& config, const std::vector<std::p
   return p;
 }
 
+namespace {
+// Line and column (1-based, columns in bytes) of the character at `offset`, and that line's text.
+struct TextPosition {
+  std::size_t line = 1, column = 1;
+  std::string text;
+};
+TextPosition position_of(const std::string& text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  TextPosition p;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < offset; ++i)
+    if (text[i] == '\n') ++p.line, start = i + 1;
+  p.column = offset - start + 1;
+  const std::size_t end = text.find('\n', start);
+  p.text = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  if (!p.text.empty() && p.text.back() == '\r') p.text.pop_back();
+  if (p.text.size() > 70) p.text = p.text.substr(0, 67) + "...";
+  return p;
+}
+
+// Shown as plain ASCII: a message is text whatever bytes the file holds.
+std::string ascii(std::string s) {
+  for (auto& c : s)
+    if (static_cast<unsigned char>(c) >= 0x80 || c == '\t') c = c == '\t' ? ' ' : '?';
+  return s;
+}
+
+// nlohmann's reason without its own prefix ("[json.exception.parse_error.101] parse error at line 2,
+// column 9: syntax error while parsing object - "), which repeats what the message says already.
+std::string parse_reason(const std::string& what) {
+  if (const auto dash = what.find(" - "); dash != std::string::npos) return what.substr(dash + 3);
+  if (const auto colon = what.rfind(": "); colon != std::string::npos) return what.substr(colon + 2);
+  return what;
+}
+
+bool structural(char c) { return c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':'; }
+bool blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Where the offending token starts. nlohmann reports the last character it read (`last`, 0-based):
+// the end of a complete token the parser did not expect (a string's closing quote, a number's last
+// digit, a bracket), or the character where a literal, number or string went wrong (lexer errors,
+// "last read: ..."). At the end of the text: just after its last visible character.
+std::size_t token_start(const std::string& text, std::size_t last, bool lexer_error, bool at_end) {
+  if (at_end || last >= text.size()) {
+    std::size_t end = text.size();
+    while (end > 0 && blank(text[end - 1])) --end;
+    return end;
+  }
+  std::size_t i = last;
+  if (lexer_error) {
+    if (i > 0 && (structural(text[i]) || blank(text[i]))) --i;  // the character that ended the bad token
+    while (i > 0 && !structural(text[i - 1]) && !blank(text[i - 1])) --i;
+    return i;
+  }
+  if (text[i] == '"') {  // back to the opening quote (a quote after an odd run of backslashes is escaped)
+    while (i > 0) {
+      --i;
+      std::size_t slashes = 0;
+      while (i >= slashes + 1 && text[i - slashes - 1] == '\\') ++slashes;
+      if (text[i] == '"' && slashes % 2 == 0) break;
+    }
+    return i;
+  }
+  if (structural(text[i])) return i;
+  while (i > 0 && !structural(text[i - 1]) && !blank(text[i - 1]) && text[i - 1] != '"') --i;
+  return i;
+}
+}  // namespace
+
+json parse_json_input(const std::string& text, const std::string& key, const std::string& what) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::string reason = parse_reason(e.what());
+    const bool lexer_error = reason.find("; last read:") != std::string::npos;
+    if (lexer_error) reason.erase(reason.find("; last read:"));  // nlohmann's buffer, not the token: the line is shown instead
+    const std::size_t last = e.byte == 0 ? 0 : e.byte - 1;  // e.byte counts the characters read
+    const std::size_t start = token_start(text, last, lexer_error, reason.find("end of input") != std::string::npos);
+    const TextPosition p = position_of(text, start);
+    throw InputError(key, fmt::format("{} is not valid JSON: line {}, column {}: {} (the line: `{}`)", what, p.line, p.column,
+                                      ascii(reason), ascii(p.text)));
+  } catch (const json::exception& e) {  // a number beyond double (out_of_range 406): no position, the number is named
+    const std::string w = e.what();
+    const auto bracket = w.find("] ");
+    throw InputError(key, fmt::format("{} is not valid JSON: {}", what, ascii(bracket == std::string::npos ? w : w.substr(bracket + 2))));
+  }
+}
+
 json read_config_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError("--config", "cannot read file '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) throw InputError("--config", "file '" + path + "' is not valid JSON");
+  const json j = parse_json_input(ss.str(), "--config", "file '" + path + "'");
   if (!j.is_object()) throw InputError("--config", "file '" + path + "' must hold a JSON object");
   return j;
 }

@@ -1,6 +1,7 @@
 #include "hdat/core/registry.hpp"
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/suggest.hpp"
 
 namespace hdat {
 
@@ -17,9 +18,9 @@ const ModelEntry* Registry::find(const std::string& name) const {
 
 const ModelEntry& Registry::get(const std::string& name) const {
   if (const ModelEntry* e = find(name)) return *e;
-  std::string names;
-  for (const auto& e : entries_) names += (names.empty() ? "" : ", ") + e->name;
-  throw InputError("MODEL", "unknown model '" + name + "'; available: " + names);
+  std::vector<std::string> names;
+  for (const auto& e : entries_) names.push_back(e->name);
+  throw InputError("MODEL", "unknown model '" + name + "'" + did_you_mean_among(name, names, "available"));
 }
 
 std::vector<const ModelEntry*> Registry::all() const {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/params.hpp"
 
 namespace hdat::geometry {
 
@@ -102,8 +103,7 @@ std::vector<AttentionMap> read_maps(const std::string& path) {
   if (!in) throw InputError("--maps", "cannot read file '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  const auto doc = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (doc.is_discarded()) throw InputError("--maps", "file '" + path + "' is not valid JSON");
+  const auto doc = parse_json_input(ss.str(), "--maps", "file '" + path + "'");  // line and column when malformed
   return parse_maps(doc, "--maps");
 }
 

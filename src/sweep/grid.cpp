@@ -9,6 +9,7 @@
 #include <set>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/suggest.hpp"
 
 namespace hdat::sweep {
 
@@ -86,7 +87,8 @@ Axis parse_axis(const std::string& text, const ParamSet& set) {
   a.key = trim(text.substr(0, eq));
   a.spec = trim(text.substr(eq + 1));
   const ParamSpec* spec = set.find(a.key);
-  if (!spec) throw InputError(a.key, fmt::format("--grid {}: not a parameter of this model (see `hdat list MODEL`)", text));
+  if (!spec)
+    throw InputError(a.key, fmt::format("--grid {}: not a parameter of this model{} (see `hdat list MODEL`)", text, did_you_mean(a.key, set.keys())));
   if (a.spec.empty()) throw InputError(a.key, fmt::format("--grid {}: no values; {}", text, kGridForms));
 
   std::vector<json> raw;

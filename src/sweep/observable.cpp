@@ -8,6 +8,7 @@
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/constants.hpp"
+#include "hdat/core/suggest.hpp"
 
 namespace hdat::sweep {
 
@@ -37,6 +38,8 @@ bool read_double(const std::string& t, double& v) {
 }
 
 [[noreturn]] void malformed(const std::string& text, const std::string& why) {
+  const bool suggestion = !why.empty() && why.back() == '?';  // "...; did you mean 'final'?": the forms in parentheses
+  if (suggestion) throw InputError("--observable", fmt::format("'{}': {} ({})", text, why, kObservableForms));
   throw InputError("--observable", fmt::format("'{}': {}; {}", text, why, kObservableForms));
 }
 
@@ -68,7 +71,8 @@ void parse_column_form(const std::string& text, const std::vector<std::string>& 
     o.kind = Observable::Kind::cross;
     o.column = f[1];
   } else {
-    malformed(text, fmt::format("unknown form '{}'", head));
+    malformed(text, fmt::format("unknown form '{}'{}", head,
+                                did_you_mean(head, {"final", "last", "min", "max", "argmin", "argmax", "at", "cross", "info", "table"})));
   }
 }
 

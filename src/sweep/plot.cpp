@@ -14,6 +14,7 @@
 #include "hdat/core/plot.hpp"
 #include "hdat/core/table.hpp"
 #include "hdat/core/constants.hpp"
+#include "hdat/core/suggest.hpp"
 
 namespace hdat::sweep {
 
@@ -96,9 +97,7 @@ std::vector<std::string> requested_observables(const json& run, const Table& t, 
       for (const auto& ob : run.at("observables"))
         if (ob.at("label") == want || ob.at("spec") == want) found = ob.at("label");
       if (found.empty()) {
-        std::string have;
-        for (const auto& l : labels) have += (have.empty() ? "" : ", ") + l;
-        throw InputError("--observable", fmt::format("'{}' is not a column of this sweep (it has: {})", want, have));
+        throw InputError("--observable", fmt::format("'{}' is not a column of this sweep{}", want, did_you_mean_among(want, labels, "it has")));
       }
       chosen.push_back(found);
     }

@@ -15,6 +15,7 @@
 #include "hdat/core/exit_code.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/progress.hpp"
+#include "hdat/core/suggest.hpp"
 
 namespace hdat::sweep {
 
@@ -87,10 +88,10 @@ std::string command_for_mode(const ModelEntry& model, const std::string& mode) {
   // "theory" is the model's curve; a model without a theory (sinks) runs its simulation by default.
   const std::string command = mode == "theory" ? (model.commands.count("curve") || !model.commands.count("simulate") ? "curve" : "simulate") : mode;
   if (!model.commands.count(command)) {
-    std::string have;
-    for (const auto& [k, v] : model.commands) have += (have.empty() ? "" : ", ") + k;
-    throw InputError("--mode", fmt::format("model '{}' has no '{}' command (--mode theory|simulate, or one of its commands: {})", model.name,
-                                           command, have));
+    std::vector<std::string> have;
+    for (const auto& [k, v] : model.commands) have.push_back(k);
+    throw InputError("--mode", fmt::format("model '{}' has no '{}' command{}; --mode takes theory, simulate or one of its commands",
+                                           model.name, command, did_you_mean_among(command, have, "it has")));
   }
   return command;
 }

@@ -110,7 +110,7 @@ def test_nonfinite_state_is_named_by_its_block():
         d[1, 0] = s["Q"][1, 0] ** 2
         return {"Q": d}
 
-    sol = hdat.integrate(f, {"Q": np.array([[0.0, 0.0], [1.0, 0.0]])}, [0, 0.5, 2.0], blocks={"Q": (2, 2)}, divergence=1e8)
+    sol = hdat.integrate(f, {"Q": np.array([[0.0, 0.0], [1.0, 0.0]])}, [0, 0.5, 2.0], blocks={"Q": (2, 2)}, divergence=1e8, check=False)
     assert not sol.ok and sol.status in ("diverged", "nonfinite", "step_underflow")
     assert "Q_1_0" in sol.message or sol.status == "step_underflow"
     assert len(sol.t) == 2  # t = 0 and 0.5 were reached and kept
@@ -167,7 +167,56 @@ def test_exceptions_inside_f_propagate_unchanged():
     assert hdat.integrate(lambda t, x: -x, [1.0], [0, 1]).ok  # nothing left over for the next call
 
 
+def _blow_up(t, x):
+    return x * x  # x' = x^2 from 1: x = 1 / (1 - t), infinite at t = 1
+
+
+# (what fails, the call's options, the status): every way a run can stop short of t[-1] for a numerical reason.
+FAILURES = [
+    ("diverged", dict(f=_blow_up, divergence=1e6), "diverged"),
+    ("non-finite", dict(f=lambda t, x: np.array([math.nan if t > 0.3 else -x[0]])), "nonfinite"),
+    ("max_steps", dict(f=lambda t, x: -x, max_steps=3, max_step=0.01), "max_steps"),
+]
+
+
+@pytest.mark.parametrize("what, keys, status", FAILURES, ids=[c[0] for c in FAILURES])
+def test_a_numerical_failure_raises_with_the_partial_solution(what, keys, status):
+    t = [0.0, 0.25, 0.5, 2.0]
+    f = keys.pop("f")
+    with pytest.raises(hdat.NumericalError) as info:
+        hdat.integrate(f, [1.0], t, **keys)
+    e = info.value
+    assert isinstance(e, RuntimeError)
+    sol = e.result
+    assert isinstance(sol, hdat.Solution) and sol.status == status and not sol.ok
+    assert status in str(e) and sol.message in str(e) and "check=False" in str(e)
+    # The part before the failure is the same as a run that is told to return it.
+    returned = hdat.integrate(f, [1.0], t, check=False, **keys)
+    assert returned.status == status and len(returned.t) == len(sol.t) >= 1
+    np.testing.assert_array_equal(returned.x, sol.x)
+    assert len(sol.t) < len(t)  # it did stop short
+
+
+def test_the_partial_solution_holds_the_states_before_the_failure():
+    with pytest.raises(hdat.NumericalError) as info:
+        hdat.integrate(_blow_up, [1.0], [0.0, 0.5, 0.9, 2.0], divergence=1e6)
+    sol = info.value.result
+    np.testing.assert_array_equal(sol.t, [0.0, 0.5, 0.9])
+    np.testing.assert_allclose(sol.x[:, 0], 1 / (1 - sol.t), rtol=1e-6)
+
+
+def test_completed_and_event_stopped_runs_do_not_raise():
+    assert hdat.integrate(lambda t, x: -x, [1.0], [0, 1]).status == "completed"
+
+    def below_half(t, x):
+        return x[0] - 0.5
+
+    sol = hdat.integrate(lambda t, x: -x, [1.0], [0, 5], events=below_half)
+    assert sol.status == "stopped_by_event"
+
+
 @pytest.mark.parametrize("keys, key", [
+    ({"check": "yes"}, "check"),
     ({"method": "euler"}, "method"), ({"rtol": 0}, "rtol"), ({"atol": -1}, "atol"), ({"max_steps": 0}, "max_steps"),
     ({"blocks": {"Q": (2, 0)}}, "blocks"), ({"blocks": {"Q": (2, 2)}}, "x0"), ({"t": [1, 0]}, "t"), ({"t": [0, float("nan")]}, "t"),
 ])

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli_common.hpp"
+#include "cli_errors.hpp"
 #include "commands.hpp"
 #include "hdat/app/listing.hpp"
 #include "hdat/core/error.hpp"
@@ -53,18 +54,23 @@ int main(int argc, char** argv) {
   }
   std::vector<ExtraCommand> extras = extra_commands(app);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "hdat: {}\n", e.what());
-    return code(ExitCode::bad_input);
-  }
+  // Arguments CLI11 cannot place are kept (allow_extras) and explained by check_unplaced: the right
+  // form (`--set eta=0.5`), the nearest option, the command's usage.
+  for (auto* sub : app.get_subcommands({})) sub->allow_extras();
+  const std::vector<std::string> args(argv + 1, argv + argc);
 
   try {
+    cli::check_command_word(app, args);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      cli::rethrow_parse_error(app, e, args);
+    }
+    for (const auto* sub : app.get_subcommands()) cli::check_unplaced(*sub, args);
     if (list->parsed()) return list_models(list_name);
     for (auto* sub : model_subs)
       if (sub->parsed()) return cli::run_model_command(sub->get_name(), margs);

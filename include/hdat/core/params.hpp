@@ -144,6 +144,10 @@ Params resolve(const ParamSet& set, const json& config, const std::vector<std::p
 /// Read a JSON config file (InputError on unreadable or malformed file).
 json read_config_file(const std::string& path);
 
+/// Parse JSON that a user wrote (`what`, e.g. "file 'c.json'"): InputError(key) on malformed text,
+/// naming the line and column, what is wrong there, and that line.
+json parse_json_input(const std::string& text, const std::string& key, const std::string& what);
+
 /// Check a value against a spec and return it in canonical form (e.g. integral reals -> integers).
 json check_value(const ParamSpec& spec, const json& value);
 
