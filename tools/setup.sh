@@ -6,7 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packages=(g++ cmake ninja-build make git libboost-dev libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev
-          libssl-dev gnuplot-nox libopenmpi-dev openmpi-bin librandom123-dev libdnnl-dev
+          libssl-dev gnuplot-nox libopenmpi-dev openmpi-bin librandom123-dev libdnnl-dev libnlopt-cxx-dev
           python3-dev pybind11-dev python3-numpy python3-pandas python3-pytest python3-matplotlib python3-scipy
           ${HDAT_EXTRA_PACKAGES:-})
 missing=()
