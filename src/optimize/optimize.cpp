@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <functional>
 #include <nlopt.hpp>
 
@@ -81,12 +82,13 @@ json SolverSummary::to_json() const {
           {"termination", termination},
           {"converged", converged},
           {"seconds", seconds},
+          {"cpu_seconds", cpu_seconds},
           {"message", message}};
 }
 
 std::string SolverSummary::brief() const {
-  return fmt::format("{} {} after {} evaluations: {:.8g} -> {:.8g}, |projected gradient| {:.2e}, {:.2f} s", algorithm, termination,
-                     evaluations, initial_objective, final_objective, projected_gradient_norm, seconds);
+  return fmt::format("{} {} after {} evaluations: {:.8g} -> {:.8g}, |projected gradient| {:.2e}, {:.2f} s ({:.2f} s CPU)", algorithm,
+                     termination, evaluations, initial_objective, final_objective, projected_gradient_norm, seconds, cpu_seconds);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -352,6 +354,7 @@ struct Driver {
 /// Minimise J over the family's θ with NLopt from its start (or from a saved θ).
 Candidate optimise(const Driver& d, Family f) {
   const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t c0 = std::clock();
   Candidate c;
   c.name = f.name;
   c.summary.algorithm = d.options.algorithm;
@@ -456,6 +459,7 @@ Candidate optimise(const Driver& d, Family f) {
   c.summary.final_objective = c.evaluation.objective;
   c.summary.projected_gradient_norm = projected_gradient_norm(f, final_theta, c.evaluation.gradient);
   c.summary.seconds = seconds_since(t0);
+  c.summary.cpu_seconds = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
   if (failures) c.summary.message += fmt::format("{}{} evaluations failed in the theory (treated as 1e10)", c.summary.message.empty() ? "" : "; ", failures);
   if (c.summary.termination != "interrupted") d.saved.put(f.name, final_theta, true, evaluations, true);
   else d.saved.put(f.name, final_theta, false, evaluations, true);
@@ -553,6 +557,7 @@ json confirm(const DynamicsModel& model, const Params& p, const OptimizeOptions&
     const Candidate* c;
     double mean = 0, se = 0;
     int finished = 0;
+    std::vector<double> per_seed;  ///< the final risk of each finished seed, in seed order
   };
   std::vector<Run> runs = {{&optimum}, {&constant}};
   for (auto& r : runs) {
@@ -565,18 +570,28 @@ json confirm(const DynamicsModel& model, const Params& p, const OptimizeOptions&
     if (e.mean.rows() == 0 || !e.mean.has_column(risk)) throw std::runtime_error("confirm: the simulation has no column " + risk);
     r.mean = e.mean.number(e.mean.rows() - 1, risk);
     r.se = e.mean.number(e.mean.rows() - 1, risk + "_se");
+    for (const Table& run : e.runs) r.per_seed.push_back(run.number(run.rows() - 1, risk));
   }
   table = Table({"schedule", "predicted", "simulated", "simulated_se", "seeds"});
   for (const auto& r : runs) table.add_row({r.c->name, r.c->evaluation.final_risk, r.mean, r.se, static_cast<double>(r.finished)});
   const double predicted = constant.evaluation.final_risk - optimum.evaluation.final_risk;
-  const double realised = runs[1].mean - runs[0].mean, se = std::hypot(runs[0].se, runs[1].se);
+  // Both ensembles train seed k from the same initial weights and data streams: the gain's error is
+  // that of the per-seed differences (common random numbers), far below the two means' combined one.
+  const bool paired = runs[0].per_seed.size() == static_cast<std::size_t>(o.confirm_seeds) && runs[1].per_seed.size() == runs[0].per_seed.size();
+  const std::size_t n = paired ? runs[0].per_seed.size() : 0;
+  Eigen::VectorXd diff(static_cast<Eigen::Index>(n));
+  for (std::size_t k = 0; k < n; ++k) diff(static_cast<Eigen::Index>(k)) = runs[1].per_seed[k] - runs[0].per_seed[k];
+  const double realised = n ? diff.mean() : runs[1].mean - runs[0].mean;
+  const double se = n > 1 ? std::sqrt((diff.array() - realised).square().sum() / (n - 1) / n) : std::hypot(runs[0].se, runs[1].se);
   return {{"size", o.confirm_size},
           {"seeds", o.confirm_seeds},
           {"predicted_gain", predicted},
           {"realised_gain", realised},
           {"realised_gain_se", se},
+          {"unpaired_se", std::hypot(runs[0].se, runs[1].se)},
           {"z", se > 0 ? (realised - predicted) / se : 0.0},
-          {"note", "independent seeds for the two schedules; the gain's standard error combines both"}};
+          {"note", "seed k of both schedules starts from the same weights and draws the same data streams: the gain and its standard "
+                   "error are those of the per-seed differences"}};
 }
 
 }  // namespace

@@ -55,7 +55,8 @@ struct SolverSummary {
   double projected_gradient_norm = 0;  ///< of the final point: zero at a bound's outward components, budget direction removed
   std::string termination;             ///< NLopt's result ("FTOL_REACHED" ...), "resumed", "interrupted", "failed"
   bool converged = false;
-  double seconds = 0;
+  double seconds = 0;      ///< wall time
+  double cpu_seconds = 0;  ///< processor time of the process meanwhile (all threads): the figure a loaded machine does not change
   std::string message;
   nlohmann::json to_json() const;
   std::string brief() const;
