@@ -64,7 +64,12 @@ std::vector<std::string> plot_optimize(const std::string& folder) {
   r.title = risk + " under each schedule";
   r.xlabel = "t";
   r.ylabel = risk;
-  r.logy = true;
+  double lo = 1e300, hi = 0;  // a log axis only where the risk spans a decade
+  for (const auto& name : names)
+    if (risks.has_column(name))
+      for (double v : risks.numbers(name))
+        if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  r.logy = hi > 10 * lo;
   for (std::size_t k = 0; k < names.size(); ++k)
     if (risks.has_column(names[k]))
       r.series.push_back(column_series(risks, names[k], fmt::format("{} ({:.5g})", names[k], objective_of(names[k])), static_cast<int>(k),
