@@ -18,6 +18,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/output.hpp"
 #include "integrate.hpp"
+#include "optimize.hpp"
 #include "run_guard.hpp"
 
 namespace py = pybind11;
@@ -196,4 +197,5 @@ PYBIND11_MODULE(_core, m) {
   m.def("plot", &plot_folder, py::arg("dir"), py::arg("observables"), py::arg("contours"), py::arg("x"), py::arg("y"), py::arg("heatmap"),
         py::arg("lines"), py::arg("together"), py::arg("generic"), "as `hdat plot DIR`");
   bind_integrate(m);
+  bind_optimize(m);
 }

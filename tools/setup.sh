@@ -22,7 +22,7 @@ step_start=$SECONDS
 step_done() { echo "setup: $1 in $((SECONDS - step_start)) s"; step_start=$SECONDS; }
 
 packages=(g++ cmake ninja-build make git libboost-dev libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev
-          libssl-dev gnuplot-nox libopenmpi-dev openmpi-bin librandom123-dev libdnnl-dev
+          libssl-dev gnuplot-nox libopenmpi-dev openmpi-bin librandom123-dev libdnnl-dev libnlopt-cxx-dev
           python3-dev pybind11-dev python3-numpy python3-pandas python3-pytest python3-matplotlib python3-scipy
           python3-venv python3-pip python3-setuptools python3-wheel
           ${HDAT_EXTRA_PACKAGES:-})

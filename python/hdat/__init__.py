@@ -38,7 +38,7 @@ from ._results import Result, SweepResult, new_folder, owned_folder
 from ._core import Summary
 
 __version__ = _core.version
-__all__ = ["models", "parameters", "describe", "run", "curve", "simulate", "validate", "analyze", "sweep", "geometry", "plot",
+__all__ = ["models", "parameters", "describe", "run", "curve", "simulate", "validate", "analyze", "optimize", "sweep", "geometry", "plot",
            "integrate", "Result", "SweepResult", "Solution", "Summary", "Figures", "InputError", "NumericalError", "Interrupted"]
 
 Model = namedtuple("Model", "name summary description commands")
@@ -157,6 +157,20 @@ def validate(model, params=None, *, out=None, threads=0, quiet=False, **keys):
 def analyze(model, params=None, *, out=None, threads=0, quiet=False, **keys):
     """The model's analysis (`hdat analyze MODEL`, e.g. the linear stability of specialization)."""
     return run(model, "analyze", params, out=out, threads=threads, quiet=quiet, **keys)
+
+
+def optimize(model, control, params=None, *, out=None, threads=0, quiet=False, **options):
+    """The optimal protocol (`hdat optimize MODEL --control ...`): see hdat._optimize.optimize for the
+    options (intervals, shape, bounds, budget, objective, target, t_final, algorithm, confirm ...);
+    model keys go in params or as keyword arguments, as for curve."""
+    _check_threads(threads)
+    from ._optimize import optimize as _optimize
+
+    names = ("intervals", "shape", "bounds", "budget", "objective", "target", "t_final", "algorithm", "max_evaluations", "baselines",
+             "confirm", "confirm_seeds", "restart")
+    opts = {k: options.pop(k) for k in list(options) if k in names}
+    return _optimize(model, control, params, out=out, threads=threads, quiet=quiet, declared=_declared(model), execute=_execute,
+                     **opts, **options)
 
 
 def _grid_text(key, values):

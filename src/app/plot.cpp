@@ -7,6 +7,7 @@
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/registry.hpp"
+#include "hdat/optimize/optimize.hpp"
 #include "hdat/sweep/plot.hpp"
 
 namespace hdat::app {
@@ -61,6 +62,8 @@ PlotOutcome plot_folder(const fs::path& dir, const PlotRequest& a) {
                                                                           : sweep::SweepPlotOptions::Kind::automatic;
     o.together = a.together;
     outcome.figures = pngs(sweep::plot_sweep(dir, o));
+  } else if (run.value("command", "") == "optimize") {
+    for (const auto& f : optimize::plot_optimize(dir.string())) outcome.figures.push_back(f);
   } else {
     const ModelEntry* model = run.contains("model") && run["model"].is_string() ? registry().find(run["model"].get<std::string>()) : nullptr;
     bool generic = a.generic || !model || !model->plot;

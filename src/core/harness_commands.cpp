@@ -150,6 +150,7 @@ void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsMode
   entry.commands["curve"] = [model](const Params& p, RunContext& ctx) { return dynamics_curve(*model, p, ctx); };
   entry.commands["simulate"] = [model](const Params& p, RunContext& ctx) { return dynamics_simulate(*model, p, ctx); };
   entry.commands["validate"] = [model](const Params& p, RunContext& ctx) { return dynamics_validate(*model, p, ctx); };
+  entry.dynamics = model;
 }
 
 ParamSet& declare_standard_keys(ParamSet& set, const StandardDefaults& d) {

@@ -72,3 +72,16 @@ ParamSet& declare_break_term(ParamSet& set, const std::vector<std::string>& term
 }
 
 }  // namespace hdat
+
+#include "hdat/core/control.hpp"
+
+namespace hdat {
+
+int ControlledTheory::control_index(const std::string& name) const {
+  const auto& c = controls();
+  for (std::size_t k = 0; k < c.size(); ++k)
+    if (c[k].name == name) return static_cast<int>(k);
+  return -1;
+}
+
+}  // namespace hdat

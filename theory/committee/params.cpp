@@ -2,6 +2,8 @@
 // simulator and the harness.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "hdat/committee/model.hpp"
 #include "hdat/core/error.hpp"
 #include "hdat/core/model.hpp"
@@ -41,6 +43,14 @@ ParamSet& declare_model_keys(ParamSet& p) {
       .real_matrix("R0", nullptr, "initial student-teacher overlaps R (K x M) for the theory (with Q0, T0)")
       .real_matrix("T0", nullptr, "teacher-teacher overlaps T (M x M, symmetric) for the theory (with Q0, R0)")
       .integer("test_size", 2000, "simulator: fresh test inputs per observation for eg_test (0: none)", Range::at_least(0))
+      .real("dropout_keep", 1.0,
+            "dropout: each student unit is kept with probability r at every training step (a dropped unit neither "
+            "contributes nor learns); 1: no dropout",
+            Range{0.0, 1.0, true, false})
+      .real("test_scale", 1.0, "p_f: at test time the student's output is scaled by p_f (eg, eg_test)", Range::nonnegative())
+      .any("schedule", nullptr,
+           "schedules of eta and dropout_keep over time and the final test_scale: a schedule.json written by hdat optimize "
+           "(or that JSON object); overrides the constants")
       .choice("engine", "reduced", {"reduced", "full"},
               "simulator: reduced = the exact chain of the weights' Gram matrix (the law of full online SGD, cost per step "
               "independent of N; derivation.md section 8) | full = the N-dimensional weights");
@@ -48,8 +58,40 @@ ParamSet& declare_model_keys(ParamSet& p) {
   return p;
 }
 
+namespace {
+// The schedule's controls must be this model's: eta and dropout_keep over time, test_scale at the end.
+std::shared_ptr<const Schedule> schedule_of(const Params& p) {
+  if (!p.has("schedule")) return nullptr;
+  auto s = std::make_shared<Schedule>(schedule_from_value(p.raw("schedule"), "schedule"));
+  for (const auto& c : s->controls)
+    if (c.control != "eta" && c.control != "dropout_keep")
+      throw InputError("schedule", "committee schedules eta and dropout_keep only, not '" + c.control + "'");
+  for (const auto& [name, value] : s->finals)
+    if (name != "test_scale") throw InputError("schedule", "committee's only final value is test_scale, not '" + name + "'");
+  return s;
+}
+}  // namespace
+
 void check(const Params& p) {
   const long K = p.integer("K"), M = p.integer("M");
+  if (const auto s = schedule_of(p)) {
+    const auto bad = [&](const char* control, double lo, bool lo_open, double hi) {
+      const ControlSchedule* c = s->find(control);
+      if (!c) return;
+      for (double t = 0; t <= c->t_final * (1 + 1e-12); t += c->t_final / 1000) {
+        const double u = c->value(t);
+        if (!(lo_open ? u > lo : u >= lo) || u > hi)
+          throw InputError("schedule", fmt::format("the schedule takes {} to {:.6g} at t = {:.4g}, outside {}{}, {}]", control, u, t,
+                                                   lo_open ? "(" : "[", lo, hi));
+      }
+    };
+    if (!s->controls.empty() && p.text("mode") == "drift")
+      throw InputError("schedule", "the drift check tests one step's law at constant controls: leave `schedule` unset with mode=drift "
+                                   "(set eta and dropout_keep instead)");
+    bad("eta", 0.0, true, std::numeric_limits<double>::infinity());
+    bad("dropout_keep", 0.0, false, 1.0);
+    if (s->final_value("test_scale", 1.0) < 0) throw InputError("schedule", "test_scale must be >= 0");
+  }
   if (p.has("vstar")) require_length("vstar", p.vector("vstar").size(), M, "one per teacher unit, M");
   if (p.has("v0")) require_length("v0", p.vector("v0").size(), K, "one per student unit, K");
   if (p.text("teacher") == "orthonormal" && p.integer("N") < M)
@@ -91,6 +133,10 @@ Setup setup_from(const Params& p) {
   s.init_std = p.real("init_std");
   if (p.has("seed")) s.seed = static_cast<std::uint64_t>(p.integer("seed"));
   s.broken_term = p.text("break_term");
+  s.dropout_keep = p.real("dropout_keep");
+  s.test_scale = p.real("test_scale");
+  s.schedule = schedule_of(p);
+  if (s.schedule) s.test_scale = s.schedule->final_value("test_scale", s.test_scale);
   return s;
 }
 

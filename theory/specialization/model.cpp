@@ -189,6 +189,8 @@ const ParamSet& parameters() {
         .integer("n_points", 120, "number of log-spaced observation times when t_points is not given", Range::between(2, 100000))
         .when("t_points is not given", [](const Params& q) { return !q.has("t_points"); }, {"t_points"})
         // Theory numerics.
+        .any("schedule", nullptr,
+             "a schedule of eta over time: a schedule.json written by hdat optimize (or that JSON object); overrides eta")
         .integer("mc_samples", 20000, "Gaussian samples of the theory's expectations (common random numbers)", Range::at_least(64))
         .choice("sampling", "sobol", {"sobol", "mc"}, "sample set: randomised Sobol (QMC) or plain Monte Carlo")
         .real("rtol", 1e-6, "relative tolerance of the adaptive integrator", Range::positive())
@@ -273,8 +275,29 @@ void require_length(const std::string& key, Eigen::Index got, Eigen::Index want,
 }
 }  // namespace
 
+namespace {
+// The schedule's controls must be this model's: eta only, positive.
+std::shared_ptr<const Schedule> schedule_of(const Params& p) {
+  if (!p.has("schedule")) return nullptr;
+  auto s = std::make_shared<Schedule>(schedule_from_value(p.raw("schedule"), "schedule"));
+  for (const auto& c : s->controls)
+    if (c.control != "eta") throw InputError("schedule", "specialization schedules eta only, not '" + c.control + "'");
+  if (!s->finals.empty()) throw InputError("schedule", "specialization has no test-time values (final)");
+  return s;
+}
+}  // namespace
+
 void check(const Params& p) {
   const int F = static_cast<int>(p.integer("F")), H = static_cast<int>(p.integer("H"));
+  if (const auto s = schedule_of(p)) {
+    if (const ControlSchedule* c = s->find("eta"))
+      for (int k = 0; k <= 1000; ++k) {
+        const double t = c->t_final * k / 1000, u = c->value(t);
+        if (!(u >= 0)) throw InputError("schedule", fmt::format("the schedule takes eta to {:.6g} at t = {:.4g}; eta must be >= 0", u, t));
+      }
+    if (p.set().find("mode") && p.text("mode") == "drift")
+      throw InputError("schedule", "the drift check tests one step's law at a constant eta: leave `schedule` unset with mode=drift");
+  }
   const std::string kind = p.text("prior.kind");
   if (kind == "gaussian") {
     require_length("prior.mean", p.vector("prior.mean").size(), F, "one per feature, F");
@@ -352,6 +375,7 @@ Setup setup_from(const Params& p) {
   s.prior.amplitudes *= scale;
   s.init_std = p.real("init_std");
   s.seed = static_cast<std::uint64_t>(p.integer("seed"));
+  s.schedule = schedule_of(p);
   return s;
 }
 

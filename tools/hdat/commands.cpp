@@ -9,6 +9,7 @@ std::vector<ExtraCommand> extra_commands(CLI::App& app) {
   out.push_back(geometry_command(app));
   out.push_back(sweep_command(app));
   out.push_back(plot_command(app));
+  out.push_back(optimize_command(app));
   (void)app;
   return out;
 }

@@ -19,5 +19,6 @@ ExtraCommand sinks_command(CLI::App& app);  // cmd_sinks.cpp
 ExtraCommand geometry_command(CLI::App& app);  // cmd_geometry.cpp
 ExtraCommand sweep_command(CLI::App& app);  // cmd_sweep.cpp
 ExtraCommand plot_command(CLI::App& app);  // cmd_plot.cpp
+ExtraCommand optimize_command(CLI::App& app);  // cmd_optimize.cpp
 
 }  // namespace hdat

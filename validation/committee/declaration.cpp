@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "hdat/committee/controlled.hpp"
 #include "hdat/committee/model.hpp"
 #include "hdat/committee/ode.hpp"
 #include "hdat/committee/simulator.hpp"
@@ -34,6 +35,9 @@ std::string describe(const Params& p) {
   if (s.noise > 0) d += fmt::format(", noise={}", s.noise);
   if (s.wd != 0) d += fmt::format(", wd={}", s.wd);
   if (s.teacher == TeacherKind::gaussian) d += ", gaussian teacher";
+  if (s.dropout_keep != 1.0) d += fmt::format(", dropout keep {}", s.dropout_keep);
+  if (s.test_scale != 1.0) d += fmt::format(", test scale {}", s.test_scale);
+  if (s.schedule) d += ", scheduled";
   return d;
 }
 
@@ -121,6 +125,7 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
     m->theory_only_keys = {"Q0", "R0", "T0", "split_threshold", "break_term"};
     m->describe = describe;
     m->finish = finish;
+    m->controlled = [](const Params& p) -> std::unique_ptr<ControlledTheory> { return std::make_unique<CommitteeControlled>(setup_from(p)); };
     return m;
   }();
   return model;

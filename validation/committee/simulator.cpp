@@ -8,17 +8,18 @@
 
 namespace hdat::committee {
 
-StepRule::Error StepRule::coefficients(const double* u, double zeta, const Eigen::VectorXd& v, double* first,
+StepRule::Error StepRule::coefficients(const double* u, double zeta, const Eigen::VectorXd& v, const StepControls& c, double* first,
                                        double* second) const {
   const int K = s_.K, M = s_.M;
   const Activation g = s_.activation;
   double clean = 0;
   for (int m = 0; m < M; ++m) clean += s_.vstar(m) * activation(g, u[K + m]);
-  for (int k = 0; k < K; ++k) clean -= v(k) * activation(g, u[k]);
+  for (int k = 0; k < K; ++k)
+    if (!c.kept || c.kept[k]) clean -= v(k) * activation(g, u[k]);
   const double delta = clean + s_.noise * zeta;
-  for (int k = 0; k < K; ++k) first[k] = s_.eta * v(k) * activation_derivative(g, u[k]) * delta;
+  for (int k = 0; k < K; ++k) first[k] = (!c.kept || c.kept[k]) ? c.eta * v(k) * activation_derivative(g, u[k]) * delta : 0.0;
   if (second)
-    for (int k = 0; k < K; ++k) second[k] = s_.eta_v * activation(g, u[k]) * delta;
+    for (int k = 0; k < K; ++k) second[k] = (!c.kept || c.kept[k]) ? s_.eta_v * activation(g, u[k]) * delta : 0.0;
   return {clean, delta};
 }
 
@@ -60,12 +61,13 @@ void OnlineSGD::fields(const Eigen::VectorXd& x) {
 void OnlineSGD::draw_sample(SampleStreams& streams) {
   streams.inputs.fill(x_.data(), static_cast<std::size_t>(N_));
   zeta_ = normal_(streams.noise);
+  controls_ = rule_.controls_at(time(), streams.noise, mask_);
   fields(x_);
 }
 
 void OnlineSGD::apply_step(const Eigen::VectorXd& x) {
   const int K = s_.K;
-  rule_.coefficients(u_.data(), zeta_, v_, first_.data(), s_.train_v ? second_.data() : nullptr);
+  rule_.coefficients(u_.data(), zeta_, v_, controls_, first_.data(), s_.train_v ? second_.data() : nullptr);
   auto students = W_.leftCols(K);
   if (s_.wd != 0) students *= 1.0 - s_.wd / N_;
   first_ /= sqrtN_;
@@ -82,6 +84,7 @@ void OnlineSGD::step() {
 void OnlineSGD::step(const Eigen::VectorXd& x, double zeta) {
   if (x.size() != N_) throw std::invalid_argument("OnlineSGD::step: x must have N entries");
   zeta_ = zeta;
+  controls_ = StepControls{s_.eta_at(time()), nullptr};
   fields(x);
   apply_step(x);
 }
@@ -108,7 +111,8 @@ Eigen::VectorXd OnlineSGD::state() const { return blocks_of_gram(s_, gram(), v_)
 Observables observe_gram(const Setup& setup, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed, std::uint64_t replica,
                          long test_size) {
   const int L = setup.K + setup.M;
-  const Eigen::VectorXd s = readout_signs(v, setup.vstar);
+  // At test time every unit is kept and the output is scaled by p_f (test_scale).
+  const Eigen::VectorXd s = readout_signs(setup.test_scale * v, setup.vstar);
   Observables o;
   o.add("eg", generalisation_error(setup.activation, C, s));
   if (test_size > 0) {
@@ -139,7 +143,7 @@ Observables observe_gram(const Setup& setup, const Eigen::MatrixXd& C, const Eig
 Observables OnlineSGD::observe() { return observe_gram(s_, gram(), v_, seed_, replica_, test_size_); }
 
 DriftTerms StepRule::increment(const Eigen::MatrixXd& G, const Eigen::VectorXd& v, const Eigen::VectorXd& u, double x2, double zeta,
-                               int N) const {
+                               int N, const StepControls& c) const {
   // w'_k = α w_k + a_k x/√N with α = 1 − wd/N, a_k = η v_k g'(λ_k) Δ, so exactly
   //   N ΔR_kn = −wd R_kn + a_k ν_n
   //   N ΔQ_ik = N(α² − 1) Q_ik + α (a_i λ_k + a_k λ_i) + a_i a_k |x|²/N,
@@ -147,7 +151,7 @@ DriftTerms StepRule::increment(const Eigen::MatrixXd& G, const Eigen::VectorXd& 
   const int K = s_.K, M = s_.M;
   const Activation g = s_.activation;
   Eigen::VectorXd a(K), b(K);
-  const StepRule::Error err = coefficients(u.data(), zeta, v, a.data(), b.data());
+  const StepRule::Error err = coefficients(u.data(), zeta, v, c, a.data(), b.data());
   const double alpha = 1.0 - s_.wd / N;
   const StateLayout layout = s_.layout();
   const int n = layout.size();
@@ -157,7 +161,7 @@ DriftTerms StepRule::increment(const Eigen::MatrixXd& G, const Eigen::VectorXd& 
   layout.view(lin, "R") = a * nu.transpose();
   layout.view(lin, "Q") = alpha * (a * lambda.transpose() + lambda * a.transpose());
   Eigen::VectorXd gp(K);
-  for (int k = 0; k < K; ++k) gp(k) = s_.eta * v(k) * activation_derivative(g, u(k));
+  for (int k = 0; k < K; ++k) gp(k) = (!c.kept || c.kept[k]) ? c.eta * v(k) * activation_derivative(g, u(k)) : 0.0;
   const double noise = s_.noise * zeta;
   layout.view(sq, "Q") = (x2 * (err.clean * err.clean + 2 * noise * err.clean)) * gp * gp.transpose();
   layout.view(label, "Q") = (x2 * noise * noise) * gp * gp.transpose();
@@ -177,7 +181,7 @@ DriftTerms StepRule::increment(const Eigen::MatrixXd& G, const Eigen::VectorXd& 
 
 DriftTerms OnlineSGD::increment() {
   draw_sample(drift_);
-  return rule_.increment(gram(), v_, u_, x_.squaredNorm() / N_, zeta_, N_);
+  return rule_.increment(gram(), v_, u_, x_.squaredNorm() / N_, zeta_, N_, controls_);
 }
 
 DriftTerms OnlineSGD::increment(const Eigen::VectorXd& x, double zeta) const {
@@ -230,11 +234,12 @@ void ReducedSGD::draw_sample(rng::Engine& engine) {
   if (reduction_.orthogonal_part) x2 += orthogonal_gram(engine, 1, dof)(0, 0);
   x2_ = x2 / N_;
   zeta_ = normal_(engine);
+  controls_ = rule_.controls_at(time(), engine, mask_);
 }
 
 void ReducedSGD::step() {
   draw_sample(data_);
-  rule_.coefficients(u_.data(), zeta_, v_, first_.data(), s_.train_v ? second_.data() : nullptr);
+  rule_.coefficients(u_.data(), zeta_, v_, controls_, first_.data(), s_.train_v ? second_.data() : nullptr);
   gram_step(C_, u_, x2_, first_, 1.0 - s_.wd / N_, N_);
   if (s_.train_v) v_ += second_ / N_;
   ++steps_;
@@ -249,7 +254,7 @@ Eigen::VectorXd ReducedSGD::state() const { return blocks_of_gram(s_, C_, v_); }
 
 DriftTerms ReducedSGD::increment() {
   draw_sample(drift_);
-  return rule_.increment(C_, v_, u_, x2_, zeta_, N_);
+  return rule_.increment(C_, v_, u_, x2_, zeta_, N_, controls_);
 }
 
 }  // namespace hdat::committee

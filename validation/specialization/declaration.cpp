@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "hdat/core/harness.hpp"
+#include "hdat/specialization/controlled.hpp"
 #include "hdat/specialization/curve.hpp"
 #include "hdat/specialization/ode.hpp"
 #include "hdat/specialization/reduced.hpp"
@@ -88,6 +89,9 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
     m->theory_only_keys = {"mc_samples", "sampling", "t_relax", "compare", "stages", "prune", "split_threshold", "M0", "R0", "asymmetry"};
     m->describe = describe;
     m->finish = finish_command;
+    m->controlled = [](const Params& p) -> std::unique_ptr<ControlledTheory> {
+      return std::make_unique<SpecializationControlled>(setup_from(p), flow_options(p, 0));
+    };
     return m;
   }();
   return model;

@@ -27,6 +27,7 @@ ReducedOnlineSGD::Step ReducedOnlineSGD::draw_step(rng::Engine& engine) {
   boost::random::uniform_int_distribution<int> where(0, L - 1);
   Eigen::MatrixXd Y(n, r), U(n, p), chi(L, H), a(L, H), m(L, H), G(L, H);
   Eigen::VectorXd w(L), z(L), theta(F);
+  const double eta = s_.eta_at(time());
   Step st;
   st.c.resize(H, n);
   st.db = Eigen::VectorXd::Zero(H);
@@ -43,7 +44,7 @@ ReducedOnlineSGD::Step ReducedOnlineSGD::draw_step(rng::Engine& engine) {
     att_.forward(chi, a, w, m);
     const double err = z(eps) + s_.noise * xi - w.dot(z);
     att_.vjp(a, m, z, G);  // G_hℓ = ∂ŷ/∂χ_hℓ
-    st.c.middleCols(b * L, L) = (s_.eta / batch * err) * G.transpose();
+    st.c.middleCols(b * L, L) = (eta / batch * err) * G.transpose();
     if (s_.train_bias) st.db += err * G.colwise().sum().transpose();
   }
   st.db *= s_.eta_bias / (static_cast<double>(D_) * batch);

@@ -110,7 +110,7 @@ void OnlineSGD::accumulate_update() {
     // ∂ŷ/∂b_h = Σ_ℓ G_hℓ: the bias shifts every logit of its head.
     if (s_.train_bias) bias_update_ += err * G_.colwise().sum().transpose();
   }
-  update_ *= s_.eta / s_.batch;
+  update_ *= s_.eta_at(time()) / s_.batch;
   bias_update_ *= s_.eta_bias / (static_cast<double>(D_) * s_.batch);
 }
 

@@ -38,6 +38,49 @@ inline double activation_derivative(Activation g, double u) {
   return g == Activation::erf ? c * std::exp(-0.5 * u * u) : 1.0;
 }
 
+// The closed forms for any scalar type S (double; or a dual number, whose derivatives are then exact:
+// hdat/core/autodiff.hpp) and any covariance indexable as C(a, b). The double functions below are
+// these templates; the bulk right-hand side (ode.cpp) evaluates the same formulas and is tested
+// against them.
+template <class S, class Cov>
+S I2_of(Activation g, const Cov& C, int a, int b) {
+  using std::asin, std::sqrt;
+  if (g == Activation::linear) return C(a, b);
+  return two_over_pi * asin(C(a, b) / sqrt((1.0 + C(a, a)) * (1.0 + C(b, b))));
+}
+
+template <class S, class Cov>
+S J2_of(Activation g, const Cov& C, int a, int b) {
+  using std::sqrt;
+  if (g == Activation::linear) return C(a, b) * 0.0 + 1.0;  // a constant with C's derivative slots
+  return two_over_pi / sqrt((1.0 + C(a, a)) * (1.0 + C(b, b)) - C(a, b) * C(a, b));
+}
+
+template <class S, class Cov>
+S I3_of(Activation g, const Cov& C, int a, int b, int c) {
+  if (g == Activation::linear) return C(b, c);
+  // Stein's lemma on u_b, then E[g''(u_a) g(u_c)] = 2 ∂I2/∂C_aa (derivation.md §3.3).
+  const S j2 = J2_of<S>(g, C, a, c);
+  return j2 * (C(b, c) - C(a, b) * C(a, c) / (1.0 + C(a, a)));
+}
+
+template <class S, class Cov>
+S I4_of(Activation g, const Cov& C, int a, int b, int c, int d) {
+  using std::asin, std::sqrt;
+  if (g == Activation::linear) return C(c, d);
+  // g'(u_a) g'(u_b) = (2/π) exp(−(u_a² + u_b²)/2) tilts the Gaussian: weight det(I + A)^{−1/2} and
+  // covariance C' = C − C_{·,ab} (I + A)⁻¹ C_{ab,·}, A = C_{ab,ab} (derivation.md §3.4).
+  const S daa = 1.0 + C(a, a), dbb = 1.0 + C(b, b), cab = C(a, b);
+  const S lambda4 = daa * dbb - cab * cab;
+  // (I + A)⁻¹ = [[dbb, −cab], [−cab, daa]] / Λ4
+  auto tilted = [&](int x, int y) -> S {
+    const S xa = C(x, a), xb = C(x, b), ya = C(y, a), yb = C(y, b);
+    return C(x, y) - (xa * (dbb * ya - cab * yb) + xb * (daa * yb - cab * ya)) / lambda4;
+  };
+  const S ccd = tilted(c, d), ccc = tilted(c, c), cdd = tilted(d, d);
+  return two_over_pi / sqrt(lambda4) * two_over_pi * asin(ccd / sqrt((1.0 + ccc) * (1.0 + cdd)));
+}
+
 double I2(Activation g, const Eigen::MatrixXd& C, int a, int b);
 double J2(Activation g, const Eigen::MatrixXd& C, int a, int b);
 double I3(Activation g, const Eigen::MatrixXd& C, int a, int b, int c);

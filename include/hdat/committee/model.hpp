@@ -8,11 +8,13 @@
 // w_k ← (1 − wd/N) w_k + (η/√N) v_k g'(λ_k) Δ x, second layer (train_v) v_k ← v_k + (η_v/N) g(λ_k) Δ.
 #include <Eigen/Dense>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "hdat/core/layout.hpp"
 #include "hdat/core/params.hpp"
+#include "hdat/core/schedule.hpp"
 
 namespace hdat::committee {
 
@@ -52,6 +54,21 @@ struct Setup {
   std::uint64_t seed = 0;
   /// Testing only: one of term_names() is dropped from the theory ("none": the correct theory).
   std::string broken_term = "none";
+  /// Dropout (Mignacco and Mori's setting; derivation.md §9): during training each student unit is
+  /// kept independently with probability r at every step (a dropped unit neither contributes
+  /// v_k g(λ_k) to the output nor receives a gradient); r = 1: no dropout.
+  double dropout_keep = 1.0;
+  /// p_f: at test time the student's output is multiplied by p_f (the observables eg and eg_test).
+  double test_scale = 1.0;
+  /// The schedules of eta and dropout_keep, and the final test_scale (hdat optimize writes them);
+  /// null: the constants above.
+  std::shared_ptr<const Schedule> schedule;
+
+  /// η and r at time t (the schedule's values, or the constants).
+  double eta_at(double t) const { return schedule ? schedule->value("eta", t, eta) : eta; }
+  double keep_at(double t) const { return schedule ? schedule->value("dropout_keep", t, dropout_keep) : dropout_keep; }
+  /// Whether any control varies in time.
+  bool scheduled() const { return schedule && !schedule->controls.empty(); }
 
   /// Defaults of the spec (vstar = ones(M), v0 = ones(K)) for the given sizes.
   static Setup defaults(int K, int M);
@@ -78,6 +95,21 @@ Overlaps unpack(const Setup& s, const Eigen::VectorXd& x);
 void field_covariance(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& R, const Eigen::MatrixXd& T, Eigen::MatrixXd& C);
 /// The signed readout weights s = (−v, v*) (L): Δ = σζ + Σ_c s_c g(u_c).
 Eigen::VectorXd readout_signs(const Eigen::VectorXd& v, const Eigen::VectorXd& vstar);
+/// E[μ_a μ_b μ_c μ_d] of the dropout masks over the students among the indices (a field index
+/// c < K is a student, ≥ K a teacher, −1 none): r to the number of DISTINCT students (μ² = μ).
+template <class S>
+S mask_moment(const S& r, int K, int a, int b, int c = -1, int d = -1) {
+  int idx[4] = {a, b, c, d}, distinct = 0;
+  for (int k = 0; k < 4; ++k) {
+    if (idx[k] < 0 || idx[k] >= K) continue;
+    bool seen = false;
+    for (int j = 0; j < k; ++j) seen = seen || idx[j] == idx[k];
+    distinct += seen ? 0 : 1;
+  }
+  S out = r * 0.0 + 1.0;  // a constant with r's derivative slots (a dual number's zero derivatives)
+  for (int k = 0; k < distinct; ++k) out = out * r;
+  return out;
+}
 
 /// The model's own keys (spec "Parameters"; the harness adds the shared ones: t_max, seeds, ...),
 /// with ranges, one-line docs, the conditions where they apply, and the test-only `break_term`.

@@ -7,6 +7,10 @@
 //   dv_i/dt  = η_v Σ_c s_c I2(i, c)                                   (train_v)
 //   dT/dt    = 0
 //
+// With dropout (keep-probability r) every product of students' terms carries the moment
+// E[μ_i μ_k μ_c μ_d] = r^(distinct students among them) (derivation.md §9); η and r follow the
+// schedule at time t when one is given.
+//
 // with s = (−v, v*) over the L = K + M fields (students, then teachers) and the closed forms of
 // integrals.hpp. Evaluated in bulk (derivation.md §4): the η-linear part is one K×L by L×L product;
 // the η² part is, for each pair (i ≤ k), the tilted covariance C' and L(L+1)/2 arcsines, the pairs
@@ -43,7 +47,8 @@ class CommitteeODE final : public OdeTheory {
   struct Parts {
     Eigen::VectorXd eta_linear, eta_squared, label_noise, weight_decay, second_layer;
   };
-  void parts(const ConstVecRef& x, Parts& out) const;
+  /// At time t (the schedule's η and keep-probability; the constants when there is none).
+  void parts(const ConstVecRef& x, Parts& out, double t = 0) const;
 
  private:
   Setup setup_;

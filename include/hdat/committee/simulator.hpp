@@ -19,6 +19,7 @@
 #include <Eigen/Dense>
 #include <boost/random/normal_distribution.hpp>
 #include <cstdint>
+#include <vector>
 
 #include "hdat/committee/model.hpp"
 #include "hdat/core/model.hpp"
@@ -26,6 +27,12 @@
 #include "hdat/core/random.hpp"
 
 namespace hdat::committee {
+
+/// What a step's rule reads beyond its sample: η at the step's time (schedule) and the dropout mask.
+struct StepControls {
+  double eta = 0;
+  const std::uint8_t* kept = nullptr;  ///< K entries, 1 kept and 0 dropped; null: every unit kept
+};
 
 /// The learning rule on the fields: given u = (λ, ν) and ζ, the error and the step's coefficients.
 class StepRule {
@@ -37,15 +44,42 @@ class StepRule {
   };
   /// first[k] = η v_k g'(λ_k) Δ (so that Δw_k = first[k] x / √N) and, when second != nullptr,
   /// second[k] = η_v g(λ_k) Δ (so that Δv_k = second[k] / N).
-  Error coefficients(const double* u, double zeta, const Eigen::VectorXd& v, double* first, double* second) const;
+  /// With dropout a dropped unit (kept[k] = 0) leaves the output and gets first[k] = second[k] = 0.
+  Error coefficients(const double* u, double zeta, const Eigen::VectorXd& v, const StepControls& c, double* first, double* second) const;
+  /// The same at the constant η with every unit kept.
+  Error coefficients(const double* u, double zeta, const Eigen::VectorXd& v, double* first, double* second) const {
+    return coefficients(u, zeta, v, StepControls{s_.eta, nullptr}, first, second);
+  }
+  /// Whether steps draw dropout masks (a keep-probability below 1, or scheduled).
+  bool dropout() const { return s_.dropout_keep != 1.0 || (s_.schedule && s_.schedule->find("dropout_keep")); }
+  /// The controls of a step at time t: η(t) and, with dropout, a fresh mask (each unit kept with
+  /// probability r(t), K uniforms from `engine`) written into `mask`.
+  template <class Engine>
+  StepControls controls_at(double t, Engine& engine, std::vector<std::uint8_t>& mask) const {
+    StepControls c{s_.eta_at(t), nullptr};
+    if (!dropout()) return c;
+    const double r = s_.keep_at(t);
+    mask.resize(static_cast<std::size_t>(s_.K));
+    for (auto& m : mask) m = uniform(engine) < r ? 1 : 0;
+    c.kept = mask.data();
+    return c;
+  }
   /// One step's increment N·(state after − state before), in the theory's terms, from the Gram
   /// matrix C of the weights (students first), the second layer v, the fields u, x2 = |x|²/N and ζ
   /// at dimension N: the same law for both engines.
   DriftTerms increment(const Eigen::MatrixXd& C, const Eigen::VectorXd& v, const Eigen::VectorXd& u, double x2, double zeta,
-                       int N) const;
+                       int N, const StepControls& c) const;
+  DriftTerms increment(const Eigen::MatrixXd& C, const Eigen::VectorXd& v, const Eigen::VectorXd& u, double x2, double zeta,
+                       int N) const {
+    return increment(C, v, u, x2, zeta, N, StepControls{s_.eta, nullptr});
+  }
   const Setup& setup() const { return s_; }
 
  private:
+  template <class Engine>
+  static double uniform(Engine& engine) {
+    return static_cast<double>(engine() >> 11) * 0x1.0p-53;  // 53 random bits in [0, 1)
+  }
   Setup s_;
 };
 
@@ -123,6 +157,8 @@ class OnlineSGD final : public FiniteSystem {
   // Scratch of one step.
   Eigen::VectorXd x_, u_, first_, second_;
   double zeta_ = 0;
+  std::vector<std::uint8_t> mask_;
+  StepControls controls_;
 };
 
 /// Testing only: break the reduction, to see its tests fail (the orthogonal part of |x|² dropped,
@@ -170,6 +206,8 @@ class ReducedSGD final : public FiniteSystem {
   Eigen::VectorXd z_, u_, first_, second_;
   Eigen::MatrixXd root_;
   double x2_ = 0, zeta_ = 0;
+  std::vector<std::uint8_t> mask_;
+  StepControls controls_;
 };
 
 }  // namespace hdat::committee

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "hdat/core/control.hpp"
 #include "hdat/core/finite_size_check.hpp"
 #include "hdat/core/integrate.hpp"
 #include "hdat/core/layout.hpp"
@@ -186,6 +187,9 @@ struct DynamicsModel {
   /// What is the model's own in a command's output (events, Bayes risk, pruning ...): called with the
   /// command's name ("curve", "simulate", "validate") and the output the core made, to add to it.
   std::function<void(const Params&, const std::string& command, RunOutput& out)> finish;
+  /// The theory with its controllable parameters and exact derivatives (hdat/core/control.hpp), for
+  /// `hdat optimize`; unset: the model offers no optimal protocols.
+  std::function<std::unique_ptr<ControlledTheory>(const Params&)> controlled;
 };
 
 // ---------------------------------------------------------------------------------------------------

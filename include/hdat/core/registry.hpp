@@ -17,6 +17,8 @@
 
 namespace hdat {
 
+struct DynamicsModel;  // model.hpp
+
 struct RunContext {
   int threads = 0;                  ///< worker threads, 0 = all cores
   bool quiet = false;               ///< no progress lines
@@ -55,6 +57,9 @@ struct ModelEntry {
   std::function<void(const std::filesystem::path& dir)> plot;
   /// Models with a theory and a check declare their validation smoke test (tests/core/test_models.cpp).
   ValidationSmoke smoke;
+  /// The declaration of a dynamics model (set by add_dynamics_commands): `hdat optimize` reads its
+  /// controllable theory.
+  std::shared_ptr<const DynamicsModel> dynamics;
 };
 
 class Registry {

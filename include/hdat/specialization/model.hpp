@@ -5,6 +5,7 @@
 // the ½ in the loss), the same attention code (attention.hpp).
 #include <Eigen/Dense>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "hdat/core/layout.hpp"
 #include "hdat/core/params.hpp"
 #include "hdat/core/random.hpp"
+#include "hdat/core/schedule.hpp"
 #include "hdat/specialization/attention.hpp"
 
 namespace hdat::specialization {
@@ -51,6 +53,11 @@ struct Setup {
   Prior prior;
   double init_std = 0.3;          ///< σ0
   std::uint64_t seed = 0;
+  /// The schedule of eta (hdat optimize writes one); null: the constant eta.
+  std::shared_ptr<const Schedule> schedule;
+
+  /// η at time t (the schedule's value, or the constant).
+  double eta_at(double t) const { return schedule ? schedule->value("eta", t, eta) : eta; }
 
   double kappa() const { return activation == Activation::bayes ? 1.0 : 0.0; }  ///< κ_h of the update
   /// The per-head offset of the logits, given the heads' squared norms R_hh = |k_h|²/D and the biases

@@ -69,6 +69,14 @@ class OrderParameterFlow : public OdeTheory {
   Observables observe(const Eigen::VectorXd& x, double t) const override;
   /// Every term at (M, R) and biases b, with standard errors.
   FlowTerms terms(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b, bool with_se = true) const;
+  /// The same at learning rate `eta` (a schedule's value) instead of the setup's.
+  FlowTerms terms_at(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b, bool with_se, double eta) const;
+  /// The drift f at state x and learning rate η, and its EXACT derivatives on the same fixed sample
+  /// set (hdat optimize): ∂f/∂x (n × n) and ∂f/∂η (n), by forward differentiation of every
+  /// per-sample quantity (dual numbers through the attention, the fields and C = (R − MMᵀ)^{1/2}).
+  void drift_derivatives(const Eigen::VectorXd& x, double eta, Eigen::VectorXd& f, Eigen::MatrixXd* f_x, Eigen::VectorXd* f_eta) const;
+  /// The population risk at x and its exact gradient ∂ℛ/∂x on the same sample set.
+  double risk_gradient(const Eigen::VectorXd& x, Eigen::VectorXd* r_x) const;
   /// The same with the fixed bias (a logic error when the bias is trained: then b is part of the state).
   FlowTerms terms(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, bool with_se = true) const;
   /// Population risk ℛ(M, R, b) and its standard error (cheaper than terms()).
@@ -91,6 +99,8 @@ class OrderParameterFlow : public OdeTheory {
  private:
   /// The attention of the heads with overlaps R and biases b (their logit offsets; break_term=bias_logit drops b).
   Attention attention_at(const Setup& setup, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const;
+  bool keeps_noise() const;     ///< false with break_term=eta2
+  double bias_rate() const;     ///< η_b of the drift of b (0 unless train_bias)
   Setup setup_;
   FlowOptions options_;
   StateLayout layout_;
@@ -104,5 +114,8 @@ class OrderParameterFlow : public OdeTheory {
 /// Principal square root of the PSD part of S (negative eigenvalues clamped): smooth on PD
 /// matrices and equivariant under head permutations. Writes the most negative eigenvalue to `lowest`.
 Eigen::MatrixXd psd_sqrt(const Eigen::MatrixXd& S, double* lowest = nullptr);
+/// Its derivative along dS (symmetric): X with X C + C X = dS, C = psd_sqrt(S), solved in S's
+/// eigenbasis, X̃_ij = dS̃_ij / (√λ_i + √λ_j) (0 where both vanish).
+Eigen::MatrixXd psd_sqrt_derivative(const Eigen::MatrixXd& S, const Eigen::MatrixXd& dS);
 
 }  // namespace hdat::specialization
