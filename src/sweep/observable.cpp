@@ -1,6 +1,7 @@
 #include "hdat/sweep/observable.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <cmath>
@@ -119,7 +120,7 @@ const json* walk(const json& node, const std::vector<std::string>& seg, std::siz
   return nullptr;
 }
 
-double info_value(const json& info, const std::string& path) {
+const json* info_node(const json& info, const std::string& path) {
   std::vector<std::string> seg;
   std::size_t from = 0;
   for (;;) {
@@ -128,7 +129,11 @@ double info_value(const json& info, const std::string& path) {
     if (d == std::string::npos) break;
     from = d + 1;
   }
-  const json* v = walk(info, seg, 0);
+  return walk(info, seg, 0);
+}
+
+double info_value(const json& info, const std::string& path) {
+  const json* v = info_node(info, path);
   return v ? number_of(*v) : kNaN;
 }
 
@@ -243,6 +248,46 @@ double evaluate(const Observable& o, const std::string& command, const std::map<
   }
   if (it == tables.end()) return kNaN;
   return reduce(o, it->second);
+}
+
+std::string missing(const Observable& o, const std::string& command, const std::map<std::string, Table>& tables, const json& info) {
+  std::vector<std::string> keys;
+  for (auto it = info.begin(); info.is_object() && it != info.end(); ++it) keys.push_back(it.key());
+  // An entry below a top-level one may be absent at some parameters (an event that did not happen): only
+  // the top level is required, so that one point's missing event does not stop a sweep.
+  auto top_level_known = [&](const std::string& path) {
+    for (const auto& k : keys)
+      if (path == k || path.rfind(k + ".", 0) == 0) return true;
+    return false;
+  };
+  if (o.kind == Observable::Kind::info) {
+    if (top_level_known(o.column)) return "";
+    // the nearest top-level entry in place of the path's first part (evnets.plateau_end -> events.plateau_end)
+    const auto dot = o.column.find('.');
+    const std::string head = o.column.substr(0, dot), rest = dot == std::string::npos ? "" : o.column.substr(dot);
+    const auto near = nearest(head, keys);
+    return fmt::format("no entry '{}' in {}'s run.json{}", o.column, command,
+                       near ? fmt::format("; did you mean '{}{}'? (its top-level entries: {})", *near, rest, fmt::join(keys, ", "))
+                            : did_you_mean_among(head, keys, "its top-level entries"));
+  }
+  const std::string name = o.table.empty() ? main_table_name(command, tables) : o.table;
+  auto it = tables.find(name);
+  const bool has_column = it != tables.end() && it->second.has_column(o.column);
+  if (o.kind == Observable::Kind::bare) {
+    if (has_column || top_level_known(o.column) || (info.contains("observables") && info_node(info["observables"], o.column))) return "";
+    std::vector<std::string> names = it != tables.end() ? it->second.columns() : std::vector<std::string>{};
+    names.insert(names.end(), keys.begin(), keys.end());
+    return fmt::format("'{}' is neither a column of {} nor an entry of run.json{}", o.column, name.empty() ? command + "'s table" : name,
+                       did_you_mean_among(o.column, names, "allowed"));
+  }
+  if (it == tables.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, t] : tables) names.push_back(n);
+    return fmt::format("{} writes no table '{}'{}", command, name, did_you_mean_among(name, names, "its tables"));
+  }
+  if (!has_column)
+    return fmt::format("no column '{}' in {}{}", o.column, name, did_you_mean_among(o.column, it->second.columns(), "its columns"));
+  return "";
 }
 
 }  // namespace hdat::sweep

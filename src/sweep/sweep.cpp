@@ -214,12 +214,8 @@ json run_point(const Plan& plan, const Point& point, int point_threads) {
   return rec;
 }
 
-Row row_from_record(const Plan& plan, const json& record) {
-  Row r;
-  r.present = true;
-  r.status = record.at("status").get<std::string>();
-  r.reason = record.value("reason", "");
-  r.wall_seconds = record.value("wall_seconds", std::nan(""));
+// The tables of a point's record (an empty or unreadable table is left out: its observables are NaN).
+std::map<std::string, Table> tables_of(const json& record) {
   std::map<std::string, Table> tables;
   if (record.contains("tables"))
     for (auto it = record["tables"].begin(); it != record["tables"].end(); ++it) {
@@ -229,6 +225,27 @@ Row row_from_record(const Plan& plan, const json& record) {
         // an empty table: its observables are NaN
       }
     }
+  return tables;
+}
+
+// A misspelt observable stops the sweep at its first finished point (exit 2, naming it), not as a
+// column of NaN beside status ok.
+void check_observables(const Plan& plan, const json& record) {
+  if (is_failure(record.at("status").get<std::string>())) return;
+  const auto tables = tables_of(record);
+  const json info = record.value("info", json::object());
+  for (const auto& o : plan.observables)
+    if (const std::string why = missing(o, plan.command, tables, info); !why.empty())
+      throw InputError("--observable", fmt::format("'{}': {}", o.spec, why));
+}
+
+Row row_from_record(const Plan& plan, const json& record) {
+  Row r;
+  r.present = true;
+  r.status = record.at("status").get<std::string>();
+  r.reason = record.value("reason", "");
+  r.wall_seconds = record.value("wall_seconds", std::nan(""));
+  const std::map<std::string, Table> tables = tables_of(record);
   const json info = record.value("info", json::object());
   // A failed run's numbers (the rows before it stopped) would read like results in a phase diagram:
   // its observables are NaN; the point file keeps what it computed.
@@ -277,6 +294,7 @@ RunCounts run_points(const Plan& plan, const fs::path& dir, const std::vector<st
   for (std::size_t idx : indices) {
     const Point& p = plan.points.at(idx);
     if (auto rec = load_point(dir, plan, p); rec && !(options.retry_failed && is_failure((*rec)["status"].get<std::string>()))) {
+      check_observables(plan, *rec);
       rows[idx] = row_from_record(plan, *rec);
       ++counts.reused;
       if (is_failure(rows[idx].status)) ++counts.failed;
@@ -308,6 +326,7 @@ RunCounts run_points(const Plan& plan, const fs::path& dir, const std::vector<st
       try {
         json rec = run_point(plan, p, options.point_threads);
         if (rec["status"] == "interrupted") return;  // unfinished: not recorded, computed again on resume
+        check_observables(plan, rec);
         const std::string text = rec.dump() + "\n";
         write_file_atomic(point_path(dir, p), text);
         // The row comes from the record as stored, so a resumed sweep reads exactly the same numbers.

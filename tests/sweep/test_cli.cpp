@@ -64,6 +64,25 @@ TEST_CASE("malformed grids and bad values: exit code 2, one message naming the k
   }
 }
 
+TEST_CASE("a misspelt observable stops the sweep at its first point, naming it and the nearest column") {
+  const fs::path dir = scratch("misspelt");
+  for (const std::string obs : {"final:riks", "info:evnets.plateau_end", "riks"}) {
+    CAPTURE(obs);
+    fs::remove_all(dir);
+    const auto r = clitest::run("sweep specialization " + kTiny + " --grid 'eta=[0.5,1,1.5,2]' --threads 1 --observable " + obs +
+                                " --out '" + dir.string() + "'");
+    CHECK(r.code == 2);
+    CHECK(r.err.find(obs) != std::string::npos);
+    CHECK(r.err.find("did you mean") != std::string::npos);
+    CHECK(!fs::exists(dir / "sweep.csv"));
+    // the rest of the grid was not computed
+    std::size_t points = 0;
+    if (fs::exists(dir / "points"))
+      for (const auto& e : fs::directory_iterator(dir / "points")) points += e.path().extension() == ".json";
+    CHECK(points <= 1);
+  }
+}
+
 TEST_CASE("an interrupted sweep (SIGTERM, then SIGKILL) resumes and recomputes only the missing points") {
   const std::string grid = "--grid prior.scale=0.25:2:8 --grid 'H=[1,2]'";  // 16 points
   const fs::path ref = scratch("kill-ref"), dir = scratch("kill");

@@ -11,7 +11,8 @@
 //                              else info:observables.NAME
 // An optional "label=" prefix names the sweep.csv column; otherwise the column is named after the spec
 // (final:risk -> final_risk, info:events.plateau_end -> events.plateau_end, at:10:risk -> risk_at_10).
-// A missing column, key or out-of-range request gives NaN (the row keeps its status).
+// An out-of-range request gives NaN (the row keeps its status); a missing column or key stops the sweep
+// at its first finished point (missing()).
 #include <map>
 #include <string>
 
@@ -39,5 +40,11 @@ std::string main_table_name(const std::string& command, const std::map<std::stri
 /// Evaluate on a command's output (tables + info). NaN when not available.
 double evaluate(const Observable& o, const std::string& command, const std::map<std::string, Table>& tables,
                 const nlohmann::json& info);
+
+/// Why `o` names nothing in a command's output ("no column 'egg' in curve.csv; did you mean 'eg'? ..."),
+/// or "" when it names a column or entry (whose value may still be NaN). A sweep checks its
+/// observables on its first finished point, so that a misspelt one stops it before the rest is computed.
+std::string missing(const Observable& o, const std::string& command, const std::map<std::string, Table>& tables,
+                    const nlohmann::json& info);
 
 }  // namespace hdat::sweep
