@@ -105,9 +105,18 @@ Plan make_plan(const ModelEntry& model, const std::string& command, const Params
   if (!model.commands.count(command)) command_for_mode(model, command);  // throws with the list of commands
   if (grid.empty()) throw InputError("--grid", "give at least one axis, e.g. --grid prior.scale=0.5:2:7");
   for (const auto& g : grid) plan.axes.push_back(parse_axis(g, model.params));
-  if (observables.empty()) observables = model.default_observables;
-  if (observables.empty())
-    throw InputError("--observable", fmt::format("model '{}' declares no default observables; give --observable (e.g. final:COLUMN)", model.name));
+  if (observables.empty()) {
+    // The model's defaults are read from one command's output; another command writes other tables.
+    const std::string theory = command_for_mode(model, "theory");
+    const auto declared = model.command_observables.find(command);
+    observables = declared != model.command_observables.end() ? declared->second
+                  : command == theory                         ? model.default_observables
+                                                              : std::vector<std::string>{};
+    if (observables.empty())
+      throw InputError("--observable", fmt::format("model '{}' declares no default observables for its {} command; give --observable "
+                                                   "(e.g. final:COLUMN of its main table, or info:PATH of its run.json)",
+                                                   model.name, command));
+  }
   std::set<std::string> labels;
   for (const auto& a : plan.axes) labels.insert(a.key);
   for (const auto& o : observables) {

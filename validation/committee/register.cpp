@@ -21,6 +21,7 @@ void register_committee(Registry& r) {
   e.check = check;
   add_dynamics_commands(e, dynamics_model());
   e.default_observables = {"final:eg", "info:events.escape_time"};
+  e.command_observables["simulate"] = {"final:eg"};
   // Every term on, no exchangeable units: seconds, and a dropped eta^2 term must fail.
   e.smoke = {{{"K", 2},
               {"M", 2},

@@ -103,6 +103,7 @@ void register_polarization(Registry& r) {
   m.commands["analyze"] = cmd_analyze;
   m.smoke = {{{"t_max", 50}, {"points", 30}}, "replicator_sign"};
   m.default_observables = {"loss", "one_minus_s_top", "entropy", "top_gap", "z_minus_logt", "eps_log2t"};
+  m.command_observables["simulate"] = m.default_observables;  // sim.csv has the same columns as curve.csv
   m.plot = [](const std::filesystem::path& dir) { plot_folder(dir); };
   r.add(std::move(m));
 }

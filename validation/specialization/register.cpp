@@ -29,6 +29,7 @@ void register_specialization(Registry& r) {
   e.commands["analyze"] = analyze_command;
   e.plot = plot_specialization;
   e.default_observables = {"final:risk", "info:events.plateau_end", "info:bayes_risk"};
+  e.command_observables["simulate"] = {"final:risk"};
   e.smoke = {{{"D", 400},
               {"dims", {300, 600}},
               {"seeds", 6},

@@ -50,8 +50,12 @@ struct ModelEntry {
   ParamSet params;
   std::function<void(const Params&)> check;  ///< cross-key consistency (shapes ...); throws InputError
   std::map<std::string, Command> commands;   ///< "curve", "simulate", "validate", "analyze", ...
-  /// Scalar observables a sweep can take from a command's output by default.
+  /// Scalar observables a sweep takes by default from the output of the command its default mode runs
+  /// (`curve`; `simulate` for a model without a theory).
   std::vector<std::string> default_observables;
+  /// The same for the model's other commands (e.g. "simulate" -> {"final:eg"}); a sweep of a command
+  /// with none asks for --observable before computing.
+  std::map<std::string, std::vector<std::string>> command_observables;
   /// Figures for an output folder written by one of this model's commands (reads DIR/run.json,
   /// DIR/*.csv; writes DIR/*.png, *.svg through hdat::plot). Used by `hdat plot DIR`.
   std::function<void(const std::filesystem::path& dir)> plot;
