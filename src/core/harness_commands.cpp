@@ -59,7 +59,21 @@ void check_times(const std::vector<double>& times, double t_start, double t_max,
                                       "the run then ends at the last time){}", times.back(), t_max, these));
 }
 
+namespace {
+
+// The lists a model's settings() reads as non-empty (the last time, the largest size): refused
+// before settings() ever sees them.
+void check_lists(const Params& p) {
+  if (p.has("t_points") && p.vector("t_points").size() == 0) throw InputError("t_points", "must hold at least one observation time");
+  if (p.has("dims") && p.int_vector("dims").empty()) throw InputError("dims", "must hold at least one size (validate compares there)");
+  if (p.has("drift_times") && p.vector("drift_times").size() == 0)
+    throw InputError("drift_times", "must hold at least one time (validate mode=drift checks the drift there)");
+}
+
+}  // namespace
+
 DynamicsSettings checked_settings(const DynamicsModel& model, const Params& p) {
+  check_lists(p);
   const DynamicsSettings s = model.settings(p);
   const bool listed = p.has("t_points");
   const std::string key = listed ? "t_points" : "t_max";
@@ -67,13 +81,12 @@ DynamicsSettings checked_settings(const DynamicsModel& model, const Params& p) {
   const bool bounded = listed && p.set().find("t_max") && p.given("t_max");
   const double t_max = bounded ? p.real("t_max") : std::numeric_limits<double>::infinity();
   check_times(s.curve_times.empty() ? s.times : s.curve_times, s.t_start, t_max, key);
-  if (!s.curve_times.empty()) check_times(s.times, s.t_start, t_max, key, fmt::format("on the grid the finite system reaches, {} = {:g}", s.size_name, s.simulate_size));
-  if (p.set().find("drift_times")) {
-    if (s.drift_times.empty()) throw InputError("drift_times", "must hold at least one time (validate mode=drift checks the drift there)");
-    for (double t : s.drift_times)
-      if (!(t >= s.t_start)) throw InputError("drift_times", fmt::format("time {:g} lies before the start t = {:g}", t, s.t_start));
-  }
-  if (p.set().find("dims") && s.validate_sizes.empty()) throw InputError("dims", "must hold at least one size (validate compares there)");
+  // The finite system's own grid (whole steps) may round the last time past t_max by part of a step.
+  if (!s.curve_times.empty())
+    check_times(s.times, s.t_start, std::numeric_limits<double>::infinity(), key,
+                fmt::format("on the grid the finite system reaches, {} = {:g}", s.size_name, s.simulate_size));
+  for (double t : s.drift_times)
+    if (!(t >= s.t_start)) throw InputError("drift_times", fmt::format("time {:g} lies before the start t = {:g}", t, s.t_start));
   return s;
 }
 
@@ -193,6 +206,7 @@ void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsMode
   // The settings are checked when the parameters are resolved: before any command, sweep point or
   // Python call does any work.
   entry.check = [own = entry.check, model](const Params& p) {
+    check_lists(p);
     if (own) own(p);
     checked_settings(*model, p);
   };
