@@ -11,6 +11,7 @@
 
 #include "convert.hpp"
 #include "hdat/app/geometry.hpp"
+#include "hdat/core/exit_code.hpp"
 #include "hdat/app/listing.hpp"
 #include "hdat/app/plot.hpp"
 #include "hdat/app/run.hpp"
@@ -62,10 +63,12 @@ py::dict describe(const app::Run& run, const std::filesystem::path& dir, bool in
 }
 
 py::object run_model(const std::string& model_name, const std::string& command, const py::object& config, const py::list& sets,
-                     const std::string& out, int threads, bool quiet, bool forward_stderr, const std::string& command_line) {
+                     const std::string& out, int threads, bool quiet, bool forward_stderr, const std::string& command_line, bool replace) {
+  check_output_folder(out, "out");  // first, as on the command line
   const ModelEntry& model = registry().get(model_name);
   app::find_command(model, command);  // an unknown command is reported before the parameters, as on the command line
   const Params params = resolve_for(model, config_of(config), assignments_of(sets));
+  app::prepare_output(out, model, command, params, replace, "out", "replace=True");
   RunContext ctx;
   ctx.threads = threads;
   ctx.quiet = quiet;
@@ -84,6 +87,7 @@ py::object run_model(const std::string& model_name, const std::string& command, 
 
 py::object run_geometry(const std::string& model_file, const std::string& maps_file, const py::object& config, const py::list& sets,
                         const std::string& out, int threads, bool quiet, bool forward_stderr, const std::string& command_line) {
+  check_output_folder(out, "out");
   const Params params = app::resolve_geometry(config_of(config), assignments_of(sets));
   RunContext ctx;
   ctx.threads = threads;
@@ -126,7 +130,7 @@ py::dict run_sweep(const std::string& model, const py::object& config, const py:
   app::SweepOutcome outcome;
   const bool interrupted = run_guarded([&] { outcome = app::run_sweep(r, one_process); }, {forward_stderr});
   py::dict d;
-  d["exit_code"] = interrupted && outcome.exit_code == 0 ? 130 : outcome.exit_code;
+  d["exit_code"] = interrupted && outcome.exit_code == code(ExitCode::ok) ? code(ExitCode::interrupted) : outcome.exit_code;
   d["report"] = outcome.report;
   d["notes"] = outcome.notes;
   d["interrupted"] = interrupted;
@@ -187,8 +191,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("parameters_text", [](const std::string& model) { return hdat::app::parameters_text(hdat::registry().get(model)); },
         py::arg("model"), "what `hdat list MODEL` prints");
   m.def("run", &run_model, py::arg("model"), py::arg("command"), py::arg("config"), py::arg("sets"), py::arg("out"), py::arg("threads"),
-        py::arg("quiet"), py::arg("forward_stderr"), py::arg("command_line"),
-        "resolve, run and write one model command into `out` (as `hdat COMMAND MODEL --out out`)");
+        py::arg("quiet"), py::arg("forward_stderr"), py::arg("command_line"), py::arg("replace") = false,
+        "resolve, run and write one model command into `out` (as `hdat COMMAND MODEL --out out [--replace]`)");
   m.def("geometry", &run_geometry, py::arg("model_file"), py::arg("maps_file"), py::arg("config"), py::arg("sets"), py::arg("out"),
         py::arg("threads"), py::arg("quiet"), py::arg("forward_stderr"), py::arg("command_line"), "as `hdat geometry ... --out out`");
   m.def("sweep", &run_sweep, py::arg("model"), py::arg("config"), py::arg("sets"), py::arg("grid"), py::arg("observables"), py::arg("mode"),

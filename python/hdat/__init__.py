@@ -113,50 +113,56 @@ def _execute(compute, make_result, out, what):
     return _finish(make_result(raw, folder, owned), raw.get("interrupted", False), what)
 
 
-def run(model, command, params=None, *, out=None, threads=0, quiet=False, **keys):
+def run(model, command, params=None, *, out=None, threads=0, quiet=False, replace=False, **keys):
     """Run any command of a model (curve, simulate, validate, analyze, or the model's own) as
     `hdat COMMAND MODEL [--set key=value]... --out DIR` does; returns a Result.
 
     params   dict of keys (nested or dotted), as a --config file
     **keys   simple keys, as --set key=value (they win over params)
     out      the output folder (resumable work is kept there); default: a private temporary folder
-             (Result.save copies it)
+             (Result.save copies it). A folder holding another command's or configuration's outputs
+             is refused (InputError) unless replace=True, which removes hdat's files there first
+             (--replace); the same call with the same keys resumes.
     threads  worker threads, 0 = all cores; quiet: no progress lines
     """
     _check_threads(threads)
+    if not isinstance(replace, bool):
+        raise InputError("parameter 'replace': must be True or False", "replace")
     config, sets = split(params, keys, _declared(model))
     words = [command, model]
     text = call_text(command if command in ("curve", "simulate", "validate", "analyze") else "run",
                      [model] if command in ("curve", "simulate", "validate", "analyze") else [model, command], params, keys)
 
     def compute(folder):
-        return _core.run(model, command, config, sets, str(folder), threads, bool(quiet), _forward_stderr(), text)
+        return _core.run(model, command, config, sets, str(folder), threads, bool(quiet), _forward_stderr(), text, replace)
 
     def make(raw, folder, owned):
-        return Result(raw, folder, owned, equivalent(words + ["--out", str(folder)], config, sets, _declared(model)))
+        # A private folder is removed with its result: the equivalent command names the user's own.
+        target = ["--out", "DIR"] if owned else ["--out", str(folder)] + (["--replace"] if replace else [])
+        return Result(raw, folder, owned, equivalent(words + target, config, sets, _declared(model)))
 
     return _execute(compute, make, out, f"hdat {command} {model}")
 
 
-def curve(model, params=None, *, out=None, threads=0, quiet=False, **keys):
+def curve(model, params=None, *, out=None, threads=0, quiet=False, replace=False, **keys):
     """The theory's curve (`hdat curve MODEL`): Result with tables["curve.csv"]."""
-    return run(model, "curve", params, out=out, threads=threads, quiet=quiet, **keys)
+    return run(model, "curve", params, out=out, threads=threads, quiet=quiet, replace=replace, **keys)
 
 
-def simulate(model, params=None, *, out=None, threads=0, quiet=False, **keys):
+def simulate(model, params=None, *, out=None, threads=0, quiet=False, replace=False, **keys):
     """The finite-dimensional simulation (`hdat simulate MODEL`): Result with tables["sim.csv"]."""
-    return run(model, "simulate", params, out=out, threads=threads, quiet=quiet, **keys)
+    return run(model, "simulate", params, out=out, threads=threads, quiet=quiet, replace=replace, **keys)
 
 
-def validate(model, params=None, *, out=None, threads=0, quiet=False, **keys):
+def validate(model, params=None, *, out=None, threads=0, quiet=False, replace=False, **keys):
     """Theory against simulation (`hdat validate MODEL`): Result whose exit_code is 0 when they agree,
     1 when they do not."""
-    return run(model, "validate", params, out=out, threads=threads, quiet=quiet, **keys)
+    return run(model, "validate", params, out=out, threads=threads, quiet=quiet, replace=replace, **keys)
 
 
-def analyze(model, params=None, *, out=None, threads=0, quiet=False, **keys):
+def analyze(model, params=None, *, out=None, threads=0, quiet=False, replace=False, **keys):
     """The model's analysis (`hdat analyze MODEL`, e.g. the linear stability of specialization)."""
-    return run(model, "analyze", params, out=out, threads=threads, quiet=quiet, **keys)
+    return run(model, "analyze", params, out=out, threads=threads, quiet=quiet, replace=replace, **keys)
 
 
 def optimize(model, control, params=None, *, out=None, threads=0, quiet=False, **options):
@@ -215,7 +221,7 @@ def sweep(model, grid, params=None, *, mode="theory", observables=None, out=None
 
     def make(raw, folder, owned):
         words = ["sweep", model] + sum((["--grid", _quote(g)] for g in grid_args), [])
-        words += ["--mode", mode] + sum((["--observable", _quote(o)] for o in observables), []) + ["--out", str(folder)]
+        words += ["--mode", mode] + sum((["--observable", _quote(o)] for o in observables), []) + ["--out", "DIR" if owned else str(folder)]
         return SweepResult(raw, folder, owned, equivalent(words, config, sets, _declared(model)))
 
     return _execute(compute, make, out, f"hdat sweep {model}")
@@ -268,6 +274,6 @@ def geometry(model_file=None, *, maps=None, params=None, out=None, threads=0, qu
         if raw.get("notes"):
             sys.stderr.write(raw["notes"])
         words = ["geometry"] + (["--model-file", _quote(source)] if source else []) + (["--maps", _quote(maps_file)] if maps_file else [])
-        return Result(raw, folder, owned, equivalent(words + ["--out", str(folder)], config, sets, _declared("geometry")))
+        return Result(raw, folder, owned, equivalent(words + ["--out", "DIR" if owned else str(folder)], config, sets, _declared("geometry")))
 
     return _execute(compute, make, out, "hdat geometry")

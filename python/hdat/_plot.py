@@ -9,7 +9,11 @@ from . import _core
 
 
 class Figures(list):
-    """The PNG files drawn (an SVG and the gnuplot script beside each); a notebook shows them inline."""
+    """The PNG files drawn (an SVG and the gnuplot script beside each); a notebook shows them inline.
+    `.result` is the result they were drawn from: holding it keeps a private result folder, where the
+    figures lie, from being removed while the figures are in use."""
+
+    result = None
 
     def _repr_html_(self):
         parts = []
@@ -47,4 +51,7 @@ def plot(what, *, out=None, observables=None, contours=None, x=None, y=None, hea
                      bool(heatmap), bool(lines), bool(together), bool(generic))
     if raw["notes"]:
         sys.stderr.write(raw["notes"])
-    return Figures(Path(p) for p in raw["figures"])
+    figures = Figures(Path(p) for p in raw["figures"])
+    if hasattr(what, "save") and hasattr(what, "dir") and out is None:
+        figures.result = what  # the figures lie in the result's folder: it lives as long as they are held
+    return figures

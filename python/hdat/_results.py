@@ -159,4 +159,8 @@ def owned_folder(out):
     temporary one."""
     if out is None:
         return new_folder(), True
+    if os.fspath(out) in ("", b""):  # Path("") would be the current folder
+        from ._errors import InputError
+
+        raise InputError("parameter 'out': is empty: name the output folder (e.g. results/run1), or leave out out= for a private one", "out")
     return Path(os.fspath(out)), False

@@ -32,6 +32,12 @@ Params resolve_args(const ModelEntry& model, const std::string& config_file, con
   return resolve_for(model, config_of(config_file), assignments_of(sets));
 }
 
+void prepare_output(const std::filesystem::path& dir, const ModelEntry& model, const std::string& command, const Params& params,
+                    bool replace, const std::string& key, const std::string& replace_option) {
+  check_output_folder(dir, key);
+  claim_output_folder(dir, {model.name, command, params.nested()}, replace, key, replace_option);
+}
+
 Run run_command(const ModelEntry& model, const std::string& command, const Params& params, RunContext& ctx) {
   const Command& f = find_command(model, command);
   Run run{&model, command, params, {}, 0.0, {}, {}};
@@ -54,6 +60,11 @@ nlohmann::json run_record(const Run& run) {
   rec["config"] = run.params.nested();
   rec["wall_seconds"] = run.wall_seconds;
   rec["exit_code"] = run.output.exit_code;
+  // What this run wrote (beside run.json and seeds/): --replace removes exactly these.
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const auto& [name, table] : run.output.tables) outputs.push_back(name);
+  for (const auto& [name, content] : run.output.files) outputs.push_back(name);
+  rec["outputs"] = outputs;
   return rec;
 }
 

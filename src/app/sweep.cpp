@@ -1,4 +1,5 @@
 #include "hdat/app/sweep.hpp"
+#include "hdat/core/exit_code.hpp"
 
 #include <fmt/format.h>
 
@@ -99,7 +100,7 @@ SweepOutcome merge(const SweepRequest& a, const sweep::Plan& plan, const fs::pat
                                 plan.points.size(), counts_line(plan, rows), (dir / "sweep.csv").string());
   if (counts.pending) {
     outcome.notes += fmt::format("hdat: {} points are not finished yet (status pending in sweep.csv)\n", counts.pending);
-    outcome.exit_code = 1;
+    outcome.exit_code = code(ExitCode::disagree);
     return outcome;
   }
   if (a.plot && plot::available()) draw(a, dir, outcome);
@@ -111,6 +112,7 @@ SweepOutcome merge(const SweepRequest& a, const sweep::Plan& plan, const fs::pat
 SweepOutcome run_sweep(const SweepRequest& a, sweep::Communicator& comm) {
   if (a.out.empty()) throw InputError("--out", "is required");
   const fs::path dir(a.out);
+  check_output_folder(dir);  // first: a folder that cannot be written is said before any point is computed
   if (a.threads < 0) throw InputError("--threads", "must be >= 0 (0: all cores)");
   if (a.point_threads < 1) throw InputError("--point-threads", "must be >= 1");
   std::optional<std::pair<std::size_t, std::size_t>> shard;
@@ -184,7 +186,7 @@ SweepOutcome run_sweep(const SweepRequest& a, sweep::Communicator& comm) {
     throw;
   }
   const bool stopped = comm.any(counts.interrupted || interrupted());
-  outcome.exit_code = comm.broadcast(stopped ? 130 : 0);
+  outcome.exit_code = comm.broadcast(code(stopped ? ExitCode::interrupted : ExitCode::ok));
   if (!root) return outcome;
 
   const double rate = counts.wall_seconds > 0 ? static_cast<double>(counts.computed) / counts.wall_seconds : 0.0;
@@ -201,7 +203,7 @@ SweepOutcome run_sweep(const SweepRequest& a, sweep::Communicator& comm) {
     if (counts.failed) outcome.report += fmt::format("  {} failed points: status and reason in sweep.csv and run.json\n", counts.failed);
     outcome.report += fmt::format("wrote {}\n", (dir / "sweep.csv").string());
   }
-  if (outcome.exit_code == 130) {
+  if (outcome.exit_code == code(ExitCode::interrupted)) {
     outcome.notes += fmt::format("hdat: interrupted; finished points are kept in {} and the same command resumes\n", (dir / "points").string());
     return outcome;
   }

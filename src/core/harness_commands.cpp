@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 
+#include "hdat/core/exit_code.hpp"
 #include "hdat/core/harness.hpp"
 #include "hdat/core/progress.hpp"
 #include "hdat/core/output.hpp"
@@ -42,24 +44,73 @@ void finish(const DynamicsModel& model, const Params& p, const std::string& comm
 
 }  // namespace
 
+void check_times(const std::vector<double>& times, double t_start, double t_max, const std::string& key, const std::string& what) {
+  const std::string these = what.empty() ? "" : " (" + what + ")";
+  if (times.empty()) throw InputError(key, "must hold at least one observation time" + these);
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    if (!std::isfinite(times[i])) throw InputError(key, fmt::format("time {} is not finite{}", i, these));
+    if (times[i] < t_start)
+      throw InputError(key, fmt::format("time {:g} lies before the start t = {:g}, where the initial state is{}", times[i], t_start, these));
+    if (i && !(times[i] > times[i - 1]))
+      throw InputError(key, fmt::format("must be strictly increasing: {:g} follows {:g}{}", times[i], times[i - 1], these));
+  }
+  if (times.back() > t_max)
+    throw InputError(key, fmt::format("time {:g} lies beyond t_max = {:g} (give a t_max at or past the last time, or leave t_max out: "
+                                      "the run then ends at the last time){}", times.back(), t_max, these));
+}
+
+namespace {
+
+// The lists a model's settings() reads as non-empty (the last time, the largest size): refused
+// before settings() ever sees them.
+void check_lists(const Params& p) {
+  if (p.has("t_points") && p.vector("t_points").size() == 0) throw InputError("t_points", "must hold at least one observation time");
+  if (p.has("dims") && p.int_vector("dims").empty()) throw InputError("dims", "must hold at least one size (validate compares there)");
+  if (p.has("drift_times") && p.vector("drift_times").size() == 0)
+    throw InputError("drift_times", "must hold at least one time (validate mode=drift checks the drift there)");
+}
+
+}  // namespace
+
+DynamicsSettings checked_settings(const DynamicsModel& model, const Params& p) {
+  check_lists(p);
+  const DynamicsSettings s = model.settings(p);
+  const bool listed = p.has("t_points");
+  const std::string key = listed ? "t_points" : "t_max";
+  // An explicit t_max bounds explicit t_points; without t_points it made the grid.
+  const bool bounded = listed && p.set().find("t_max") && p.given("t_max");
+  const double t_max = bounded ? p.real("t_max") : std::numeric_limits<double>::infinity();
+  check_times(s.curve_times.empty() ? s.times : s.curve_times, s.t_start, t_max, key);
+  // The finite system's own grid (whole steps) may round the last time past t_max by part of a step.
+  if (!s.curve_times.empty())
+    check_times(s.times, s.t_start, std::numeric_limits<double>::infinity(), key,
+                fmt::format("on the grid the finite system reaches, {} = {:g}", s.size_name, s.simulate_size));
+  for (double t : s.drift_times)
+    if (!(t >= s.t_start)) throw InputError("drift_times", fmt::format("time {:g} lies before the start t = {:g}", t, s.t_start));
+  return s;
+}
+
 RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext& ctx) {
   (void)ctx;
-  const DynamicsSettings s = model.settings(p);
+  const DynamicsSettings s = checked_settings(model, p);
   const auto start = std::chrono::steady_clock::now();
   const auto theory = model.theory(p, 0);
   const Eigen::VectorXd x0 = model.initial_state(p, *theory);
-  const TheoryRun run = theory->run(x0, s.curve_times.empty() ? s.times : s.curve_times, s.integrate);
+  const TheoryRun run = theory_observed(*theory, x0, s.t_start, s.curve_times.empty() ? s.times : s.curve_times, s.integrate);
 
   RunOutput out;
   out.tables["curve.csv"] = run.table;
+  out.info["t_start"] = s.t_start;
   out.info["solver"] = run.solver.to_json();
   out.info["initial"] = blocks_json(theory->layout(), run.initial);
   out.info["final"] = blocks_json(theory->layout(), run.final);
   for (const auto& [key, value] : run.info.items()) out.info[key] = value;
-  out.summary = fmt::format("theory{} to t = {:g}\n", describe(model, p), run.solver.t_reached);
   const std::size_t n = run.table.rows();
+  // The last time reported (the solver's own t_reached may lie past it, inside its last step).
+  const double t_last = n ? run.table.number(n - 1, "t") : s.t_start;
+  out.summary = fmt::format("theory{} from t = {:g} to t = {:g}\n", describe(model, p), s.t_start, t_last);
   if (n) {
-    const Observables last = theory->observe(run.final, run.solver.t_reached);
+    const Observables last = theory->observe(run.final, t_last);
     for (std::size_t k = 0; k < last.size(); ++k) {
       const std::string& name = last.names()[k];
       out.info["final_" + name] = last.at(k).value;
@@ -76,23 +127,25 @@ RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext
   out.info["theory_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   finish(model, p, "curve", out);
   if (interrupted()) {
-    out.exit_code = 130;
-    out.summary += fmt::format("  INTERRUPTED at t = {:.6g} (the rows computed before are kept)\n", run.solver.t_reached);
+    out.exit_code = code(ExitCode::interrupted);
+    out.summary += fmt::format("  INTERRUPTED: the {} rows up to t = {:.6g} are kept in curve.csv; a curve is not resumed: the same "
+                               "command computes it again from t = {:g}\n", n, t_last, s.t_start);
   } else if (!run.solver.ok()) {
-    out.exit_code = 3;
-    out.summary += "  STOPPED: " + run.solver.message + " (the rows computed before are kept)\n";
+    out.exit_code = code(ExitCode::numerical_failure);
+    out.summary += "  STOPPED: " + run.solver.message + fmt::format(" (the rows up to t = {:.6g} are kept)\n", t_last);
   }
   return out;
 }
 
 RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunContext& ctx) {
-  const DynamicsSettings s = model.settings(p);
+  const DynamicsSettings s = checked_settings(model, p);
   const Ensemble ens = run_ensemble(model, p, s, s.simulate_size, ctx);
 
   RunOutput out;
   out.tables["sim.csv"] = ens.mean;
   nlohmann::json escapes = nlohmann::json::array();
   for (double e : ens.escape_times) escapes.push_back(number_or_null(e));
+  out.info["t_start"] = s.t_start;
   out.info["simulation"] = {{s.size_name, s.simulate_size},
                             {"seeds_requested", ens.requested},
                             {"seeds_finished", ens.finished},
@@ -112,14 +165,17 @@ RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunCont
                                    ens.mean.number(n - 1, name + "_se"));
   finish(model, p, "simulate", out);
   if (ens.finished < ens.requested) {
-    out.exit_code = 130;
-    out.summary += "  INTERRUPTED: the finished seeds are kept (rerun the same command to complete the rest)\n";
+    out.exit_code = code(ExitCode::interrupted);
+    out.summary += fmt::format("  INTERRUPTED: the {} finished seeds are kept in {} (the same command resumes with the rest)\n", ens.finished,
+                               ctx.out.empty() ? std::string("memory only") : (ctx.out / "seeds").string());
   }
   return out;
 }
 
 RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunContext& ctx) {
+  const DynamicsSettings s = checked_settings(model, p);
   RunOutput out;
+  out.info["t_start"] = s.t_start;
   const bool drift = p.set().find("mode") && p.text("mode") == "drift";
   bool agree = false, complete = true;
   nlohmann::json record;
@@ -142,11 +198,18 @@ RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunCont
   agree = agree && out.info["validation"]["verdict"] == "agree";
   out.info["validation"]["verdict"] = agree ? "agree" : "disagree";
   out.files["validate.json"] = out.info["validation"].dump(2) + "\n";
-  out.exit_code = !complete ? 130 : (agree ? 0 : 1);
+  out.exit_code = code(!complete ? ExitCode::interrupted : (agree ? ExitCode::ok : ExitCode::disagree));
   return out;
 }
 
 void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsModel> model) {
+  // The settings are checked when the parameters are resolved: before any command, sweep point or
+  // Python call does any work.
+  entry.check = [own = entry.check, model](const Params& p) {
+    check_lists(p);
+    if (own) own(p);
+    checked_settings(*model, p);
+  };
   entry.commands["curve"] = [model](const Params& p, RunContext& ctx) { return dynamics_curve(*model, p, ctx); };
   entry.commands["simulate"] = [model](const Params& p, RunContext& ctx) { return dynamics_simulate(*model, p, ctx); };
   entry.commands["validate"] = [model](const Params& p, RunContext& ctx) { return dynamics_validate(*model, p, ctx); };
@@ -155,14 +218,17 @@ void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsMode
 
 ParamSet& declare_standard_keys(ParamSet& set, const StandardDefaults& d) {
   set.real("t_max", d.t_max, "final time of curve and simulation", Range::positive())
-      .real_list("t_points", nullptr, "observation times (default: 0 and n_points log-spaced times up to t_max)", Range::nonnegative())
+      .real_list("t_points", nullptr,
+                 "observation times, strictly increasing, in [0, t_max] (the initial state is at t = 0 whatever the first time; "
+                 "default: 0 and n_points log-spaced times up to t_max)",
+                 Range::nonnegative())
       .integer("n_points", d.n_points, "number of log-spaced observation times when t_points is not given", Range::between(2, 100000))
       .real("rtol", d.rtol, "relative tolerance of the adaptive integrator", Range::positive())
       .real("atol", d.atol, "absolute tolerance of the adaptive integrator", Range::positive())
       .choice("stepper", "dopri5", stepper_names(), "Odeint stepper")
       .integer("seed", 0, "seed of every random stream", Range::at_least(0))
       .integer("seeds", d.seeds, "independent simulation runs (replicas 0..seeds-1 of the seed)", Range::between(1, 100000))
-      .int_list("dims", nlohmann::json(d.dims), "validate: sizes " + d.size_key + " of the finite-size study", Range::at_least(2))
+      .int_list("dims", nlohmann::json(d.dims), "validate: sizes " + d.size_key + " of the finite-size study", Range::between(2, d.max_size))
       .choice("mode", "trajectory", {"trajectory", "drift"},
               "validate: compare whole trajectories, or the one-step drift of every order parameter term by term")
       .real("tolerance", d.tolerance, "validate: allowed |theory - simulation| in units of the combined standard error", Range::positive())
@@ -181,8 +247,7 @@ DynamicsSettings standard_settings(const Params& p, const StandardDefaults& d, c
   DynamicsSettings s;
   if (p.has("t_points")) {
     const Eigen::VectorXd t = p.vector("t_points");
-    s.times.assign(t.data(), t.data() + t.size());
-    std::sort(s.times.begin(), s.times.end());
+    s.times.assign(t.data(), t.data() + t.size());  // as given: checked_settings refuses an unsorted list
   } else {
     const double t_max = p.real("t_max");
     s.times = log_spaced(t_max * 1e-3, t_max, static_cast<int>(p.integer("n_points")), true);

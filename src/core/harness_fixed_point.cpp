@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "hdat/core/constants.hpp"
+#include "hdat/core/exit_code.hpp"
 #include "hdat/core/error.hpp"
 #include "hdat/core/harness.hpp"
 #include "hdat/core/output.hpp"
@@ -192,7 +193,7 @@ RunOutput fixed_point_curve(const FixedPointModel& model, const Params& p, RunCo
   const int bad = unconverged_points(run);
   out.summary = fmt::format("theory{}: {} values of {} ({}), {:.3f} s, {} not converged", describe(model, p),
                             s.controls.size(), model.control, run.method, seconds, bad);
-  if (bad) out.exit_code = 3;
+  if (bad) out.exit_code = code(ExitCode::numerical_failure);
   finish(model, p, "curve", {&s, &run, nullptr}, out);
   return out;
 }
@@ -209,7 +210,7 @@ RunOutput fixed_point_simulate(const FixedPointModel& model, const Params& p, Ru
   out.info["failed_fits"] = failed;
   out.summary = fmt::format("simulate{}: {} = {}, {} values of {} x {} seeds, {} failed", describe(model, p), s.size_name,
                             s.simulate_size, s.controls.size(), model.control, s.seeds.size(), failed);
-  if (failed) out.exit_code = 3;
+  if (failed) out.exit_code = code(ExitCode::numerical_failure);
   finish(model, p, "simulate", {&s, nullptr, &fits}, out);
   return out;
 }
@@ -254,7 +255,7 @@ RunOutput fixed_point_validate(const FixedPointModel& model, const Params& p, Ru
   out.info["seeds"] = s.seeds;
   out.info["theory_method"] = theory.method;
   out.info["theory_solver"] = theory.solver;
-  out.exit_code = check.agree() ? 0 : 1;
+  out.exit_code = code(check.agree() ? ExitCode::ok : ExitCode::disagree);
   out.summary = fmt::format("validate{}: {} of {} checks pass -> {}", describe(model, p), check.checks() - check.failures(),
                             check.checks(), check.agree() ? "agree" : "DISAGREE");
   finish(model, p, "validate", {&s, &theory, &fits}, out);

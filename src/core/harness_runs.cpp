@@ -39,6 +39,20 @@ std::vector<double> run_row(double t, const Observables& observables, const Stat
   return row;
 }
 
+TheoryRun theory_observed(const OdeTheory& theory, const Eigen::VectorXd& x0, double t_start, const std::vector<double>& times,
+                          const IntegrateOptions& options) {
+  const bool start_reported = !times.empty() && times.front() == t_start;
+  std::vector<double> from_start = times;
+  if (!start_reported) from_start.insert(from_start.begin(), t_start);
+  TheoryRun run = theory.run(x0, from_start, options);
+  if (start_reported || run.table.empty()) return run;
+  // The row at t_start was only the start: the state is reported at `times`.
+  Table reported(run.table.columns());
+  for (std::size_t r = 1; r < run.table.rows(); ++r) reported.add_row(run.table.row(r));
+  run.table = std::move(reported);
+  return run;
+}
+
 TheoryRun integrate_theory(const OdeTheory& theory, const Eigen::VectorXd& x0, const std::vector<double>& times, IntegrateOptions options) {
   const StateLayout& layout = theory.layout();
   if (!options.component_name) options.component_name = [layout](int k) { return layout.component_name(k); };
@@ -53,10 +67,10 @@ TheoryRun integrate_theory(const OdeTheory& theory, const Eigen::VectorXd& x0, c
   return out;
 }
 
-ReplicatedTheory run_theory_replicas(const DynamicsModel& model, const Params& p, const Eigen::VectorXd& x0,
+ReplicatedTheory run_theory_replicas(const DynamicsModel& model, const Params& p, const Eigen::VectorXd& x0, double t_start,
                                      const std::vector<double>& times, const IntegrateOptions& options, int replicas) {
   std::vector<TheoryRun> runs;
-  for (int k = 0; k < replicas; ++k) runs.push_back(model.theory(p, k)->run(x0, times, options));
+  for (int k = 0; k < replicas; ++k) runs.push_back(theory_observed(*model.theory(p, k), x0, t_start, times, options));
   ReplicatedTheory out{runs.front(), {}};
   std::size_t rows = out.run.table.rows();
   for (const auto& r : runs) {
@@ -141,6 +155,18 @@ TheoryRun OdeTheory::run(const Eigen::VectorXd& x0, const std::vector<double>& t
   return integrate_theory(*this, x0, times, options);
 }
 
+namespace {
+
+// The state as JSON numbers and back (a seed's persisted initial state).
+nlohmann::json state_json(const Eigen::VectorXd& x) { return std::vector<double>(x.data(), x.data() + x.size()); }
+
+Eigen::VectorXd state_from_json(const nlohmann::json& j) {
+  const auto v = j.get<std::vector<double>>();
+  return Eigen::Map<const Eigen::VectorXd>(v.data(), static_cast<Eigen::Index>(v.size()));
+}
+
+}  // namespace
+
 Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const DynamicsSettings& settings, double size,
                       const RunContext& ctx) {
   const auto start = std::chrono::steady_clock::now();
@@ -151,38 +177,43 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
   const auto n_seeds = static_cast<std::size_t>(settings.seeds);
   std::vector<Table> runs(n_seeds);
   std::vector<nlohmann::json> records(n_seeds, nlohmann::json::object());
+  std::vector<Eigen::VectorXd> initial(n_seeds);
   std::vector<char> done(n_seeds, 0);
   const fs::path persist = ctx.out.empty() ? fs::path() : ctx.out / "seeds";
   const std::string hash = simulation_hash(model, p, size);
-  auto seed_file = [&](std::size_t k) {
-    return persist / fmt::format("{}_{}{}_seed{}_replica{}.csv", hash, settings.size_name, size_text(size), settings.seed, k);
+  auto seed_file = [&](std::size_t k, const char* suffix) {
+    return persist / fmt::format("{}_{}{}_seed{}_replica{}{}", hash, settings.size_name, size_text(size), settings.seed, k, suffix);
   };
+  const StateLayout layout = model.theory(p, 0)->layout();
   // The columns every finished run must have (a persisted file from another layout is recomputed).
   std::vector<std::string> columns;
   {
     auto probe = model.system(p, size, 0);
-    columns = run_columns(probe->observe(), model.theory(p, 0)->layout());
+    columns = run_columns(probe->observe(), layout);
   }
+  // A persisted seed: its table at the observation times, its initial state, its record.
   if (!persist.empty())
     for (std::size_t k = 0; k < n_seeds; ++k)
-      if (fs::exists(seed_file(k))) {
-        Table t = Table::read_csv_file(seed_file(k));
-        if (t.rows() == times.size() && t.columns() == columns) runs[k] = std::move(t), done[k] = 1;
-        fs::path record_file = seed_file(k);
-        record_file += ".json";
-        if (done[k] && fs::exists(record_file)) records[k] = nlohmann::json::parse(read_file(record_file));
+      if (fs::exists(seed_file(k, ".csv")) && fs::exists(seed_file(k, ".initial.json"))) {
+        Table t = Table::read_csv_file(seed_file(k, ".csv"));
+        const Eigen::VectorXd x0 = state_from_json(nlohmann::json::parse(read_file(seed_file(k, ".initial.json"))));
+        if (t.rows() != times.size() || t.columns() != columns || x0.size() != layout.size()) continue;
+        runs[k] = std::move(t), initial[k] = x0, done[k] = 1;
+        if (fs::exists(seed_file(k, ".csv.json"))) records[k] = nlohmann::json::parse(read_file(seed_file(k, ".csv.json")));
       }
 
   const auto per_seed = static_cast<long>(times.size());
   Progress progress(fmt::format("simulate {}={}", settings.size_name, size_text(size)), settings.seeds * per_seed, !ctx.quiet);
   for (std::size_t k = 0; k < n_seeds; ++k)
     if (done[k]) progress.advance(per_seed);
-  const StateLayout layout = model.theory(p, 0)->layout();
   const int threads = settings.parallel_seeds ? (ctx.threads > 0 ? ctx.threads : omp_get_max_threads()) : 1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (std::size_t k = 0; k < n_seeds; ++k) {
     if (done[k] || interrupted()) continue;
     auto system = model.system(p, size, k);
+    // The run starts at its own t_start: its initial state is recorded there, before any step,
+    // whatever the observation times.
+    const Eigen::VectorXd x0 = system->state();
     Table t(columns);
     bool complete = true;
     for (double time : times) {
@@ -197,10 +228,12 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
     if (!complete) continue;
     records[k] = system->record();
     if (!persist.empty()) {
-      if (!records[k].empty()) write_file_atomic(seed_file(k).string() + ".json", records[k].dump() + "\n");
-      write_file_atomic(seed_file(k), t.to_csv());
+      if (!records[k].empty()) write_file_atomic(seed_file(k, ".csv.json"), records[k].dump() + "\n");
+      write_file_atomic(seed_file(k, ".initial.json"), state_json(x0).dump() + "\n");
+      write_file_atomic(seed_file(k, ".csv"), t.to_csv());  // last: its presence marks the seed finished
     }
     runs[k] = std::move(t);
+    initial[k] = x0;
     done[k] = 1;
   }
   progress.finish();
@@ -208,6 +241,7 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
     if (done[k]) {
       ens.runs.push_back(runs[k]);
       ens.records.push_back(records[k]);
+      ens.initial_states.push_back(initial[k]);
       if (model.escape_time) ens.escape_times.push_back(model.escape_time(p, ens.runs.back()));
     }
   ens.finished = static_cast<int>(ens.runs.size());
@@ -217,9 +251,9 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
 }
 
 Eigen::VectorXd measured_initial_state(const Ensemble& ensemble, const StateLayout& layout) {
-  std::vector<double> values;
-  for (const auto& c : layout.columns()) values.push_back(ensemble.mean.number(0, c));
-  return layout.from_values(values);
+  Eigen::VectorXd mean = Eigen::VectorXd::Zero(layout.size());
+  for (const auto& x : ensemble.initial_states) mean += x;
+  return ensemble.initial_states.empty() ? mean : Eigen::VectorXd(mean / static_cast<double>(ensemble.initial_states.size()));
 }
 
 }  // namespace hdat

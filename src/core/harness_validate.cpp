@@ -79,7 +79,7 @@ std::vector<SizeRun> run_sizes(const DynamicsModel& model, const Params& p, cons
     Ensemble ens = run_ensemble(model, p, s, size, ctx);
     if (ens.finished == 0 || interrupted()) break;
     const Eigen::VectorXd x0 = measured_initial_state(ens, layout);
-    ReplicatedTheory th = run_theory_replicas(model, p, x0, s.times, s.integrate, s.theory_replicas);
+    ReplicatedTheory th = run_theory_replicas(model, p, x0, s.t_start, s.times, s.integrate, s.theory_replicas);
     const double t_cmp = comparison_end(s, ens);
     const stats::MeanSe esc = escape_statistics(ens);
     runs.push_back({std::move(ens), std::move(th), t_cmp, esc});
@@ -101,7 +101,7 @@ Compared compared_quantities(const DynamicsModel& model, const Params& p, const 
                              const std::vector<SizeRun>& runs) {
   std::vector<std::string> observables;
   if (!runs.empty()) {
-    const Observables at_start = model.theory(p, 0)->observe(runs.front().theory.run.initial, s.times.front());
+    const Observables at_start = model.theory(p, 0)->observe(runs.front().theory.run.initial, s.t_start);
     for (const auto& name : at_start.names())
       if (runs.front().ensemble.mean.has_column(name)) observables.push_back(name);
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -170,10 +171,17 @@ double number_in_range(const ParamSpec& spec, const json& v, const std::string& 
   return x;
 }
 
+// Integer keys are read as C++ ints (sizes, counts, seeds): a value beyond int's range would wrap
+// around into a wrong size, so it is refused here, for every model.
 json integer_in_range(const ParamSpec& spec, const json& v, const std::string& where) {
-  const double x = number_in_range(spec, v, where);
-  if (std::floor(x) != x || std::fabs(x) > 9.0e15)
-    throw InputError(spec.key, fmt::format("expected an integer{}, got {}", where, shown(v)));
+  if (!v.is_number()) throw InputError(spec.key, fmt::format("expected an integer{}, got {}", where, shown(v)));
+  const double x = v.get<double>();
+  constexpr double lo = std::numeric_limits<int>::min(), hi = std::numeric_limits<int>::max();
+  if (std::floor(x) != x) throw InputError(spec.key, fmt::format("expected an integer{}, got {}", where, shown(v)));
+  if (x < lo || x > hi)
+    throw InputError(spec.key, fmt::format("{}must be an integer in [{}, {}] (got {})", where.empty() ? "" : where.substr(1) + " ",
+                                           static_cast<long>(lo), static_cast<long>(hi), shown(v)));
+  number_in_range(spec, v, where);
   return json(static_cast<long>(x));
 }
 

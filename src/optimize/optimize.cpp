@@ -1,4 +1,5 @@
 #include "hdat/optimize/optimize.hpp"
+#include "hdat/core/exit_code.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -671,7 +672,7 @@ RunOutput run_optimize(const DynamicsModel& model, const Params& p, const Optimi
                                cf["predicted_gain"].get<double>(), cf["z"].get<double>());
   }
   if (stopped) {
-    out.exit_code = 130;
+    out.exit_code = code(ExitCode::interrupted);
     out.summary += "  INTERRUPTED: what finished is kept in optimize_state.json; the same command resumes\n";
   }
   return out;

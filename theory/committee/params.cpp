@@ -24,7 +24,8 @@ void require_shape(const std::string& key, const Eigen::MatrixXd& m, long rows, 
 }  // namespace
 
 ParamSet& declare_model_keys(ParamSet& p) {
-  p.integer("N", 500, "input dimension N (simulator; sets the O(1/sqrt N) initial asymmetry of the theory's start)", Range::at_least(1))
+  p.integer("N", 500, "input dimension N (simulator; sets the O(1/sqrt N) initial asymmetry of the theory's start); at most 10^7 (a run holds N (K + M) weights)",
+            Range::between(1, 1e7))
       .integer("K", 2, "student hidden units K", Range::between(1, 100))
       .integer("M", 2, "teacher hidden units M", Range::between(1, 100))
       .choice("activation", "erf", {"erf", "linear"}, "g(u) = erf(u/sqrt 2) (Saad-Solla, nn2pp) | g(u) = u")

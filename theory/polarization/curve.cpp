@@ -36,9 +36,14 @@ nlohmann::json flow_info(const Config& c, const FlowSystem& flow, const FlowResu
 CurveResult theory_curve(const Config& c, const Instance& in) {
   CurveResult r;
   const auto flow = make_flow(c, in);
-  r.flow = integrate_flow(c, *flow, flow->initial_state(), c.times, integrate_options(c, *flow));
+  // The flow starts at t = 0 whatever the first observation time (the time rule of hdat/core/harness.hpp).
+  const bool start_reported = c.times.front() == 0.0;
+  std::vector<double> times = c.times;
+  if (!start_reported) times.insert(times.begin(), 0.0);
+  r.flow = integrate_flow(c, *flow, flow->initial_state(), times, integrate_options(c, *flow));
   r.table = Table(observable_columns(c));
-  for (std::size_t k = 0; k < r.flow.t.size(); ++k) r.table.add_row(observable_row(c, r.flow.t[k], flow->measure(r.flow.x[k])));
+  for (std::size_t k = start_reported ? 0 : 1; k < r.flow.t.size(); ++k)
+    r.table.add_row(observable_row(c, r.flow.t[k], flow->measure(r.flow.x[k])));
   r.ok = r.flow.summary.ok();
   r.info = flow_info(c, *flow, r.flow);
   r.info["instance"] = in.record(c);

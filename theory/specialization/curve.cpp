@@ -130,7 +130,7 @@ Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::MatrixXd&
 Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::VectorXd& x0, const std::vector<double>& times,
                           const IntegrateOptions& options) {
   const StateLayout& layout = flow.layout();
-  TheoryRun run = flow.run(x0, times, options);
+  TheoryRun run = theory_observed(flow, x0, 0.0, times, options);  // x0 at t = 0, whatever the first time
   const double psd = worst_psd_violation(run.table, flow.setup());
   return {std::move(run.table), run.solver, layout.view(run.final, "M"), layout.view(run.final, "R"), flow.setup().bias_in(run.final), psd};
 }

@@ -138,8 +138,8 @@ const ParamSet& parameters() {
     // The model (spec "Parameters").
     p.integer("D", 1000,
               "dimension D (simulate; and the O(1/sqrt D) asymmetry of the theory's initial overlaps in curve and "
-              "analyze analysis=activations)",
-              Range::at_least(2))
+              "analyze analysis=activations); at most 10^7 (the weights and data of a run are D-dimensional)",
+              Range::between(2, 1e7))
         .integer("L", 4, "tokens per sequence", Range::between(1, 4096))
         .integer("F", 2, "latent spikes (features)", Range::between(1, 256))
         .integer("H", 2, "attention heads", Range::between(1, 256))
@@ -183,9 +183,12 @@ const ParamSet& parameters() {
         .when("M0 and R0 are not given (they fix the initial overlaps)", [](const Params& q) { return !q.has("M0"); }, {"M0"})
         .integer("seed", 0, "seed of every random stream (initial asymmetry, theory samples, simulation)", Range::at_least(0))
         // Time grid.
-        .real("t_max", 100.0, "final time t = steps / D", Range::positive())
-        .when("t_points is not given", [](const Params& q) { return !q.has("t_points"); }, {"t_points"})
-        .real_list("t_points", nullptr, "observation times (default: 0 and n_points log-spaced times up to t_max)", Range::nonnegative())
+        .real("t_max", 100.0, "final time t = steps / D (with t_points: at or past the last time; left out, the last time)",
+              Range::positive())
+        .real_list("t_points", nullptr,
+                   "observation times, strictly increasing, in [0, t_max] (the initial state is at t = 0 whatever the first time; "
+                   "default: 0 and n_points log-spaced times up to t_max)",
+                   Range::nonnegative())
         .integer("n_points", 120, "number of log-spaced observation times when t_points is not given", Range::between(2, 100000))
         .when("t_points is not given", [](const Params& q) { return !q.has("t_points"); }, {"t_points"})
         // Theory numerics.
@@ -215,7 +218,7 @@ const ParamSet& parameters() {
                 "D-dimensional tokens")
         .when_in("engine", {"full"})
         // Validation.
-        .int_list("dims", json::array({250, 500, 1000, 2000}), "validate, analyze: dimensions D of the finite-size study", Range::at_least(2))
+        .int_list("dims", json::array({250, 500, 1000, 2000}), "validate, analyze: dimensions D of the finite-size study", Range::between(2, 1e7))
         .choice("mode", "trajectory", {"trajectory", "drift"},
                 "validate: compare whole trajectories, or the one-step drift of every order parameter term by term")
         .real("tolerance", 4.0, "validate: allowed |theory - simulation| in units of the combined standard error", Range::positive())
@@ -331,12 +334,7 @@ void check(const Params& p) {
     const double lo = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(R - M * M.transpose()).eigenvalues().minCoeff();
     if (lo < -1e-10) throw InputError("R0", fmt::format("R0 - M0 M0^T must be positive semidefinite (smallest eigenvalue {:.3g})", lo));
   }
-  if (p.has("t_points")) {
-    const Eigen::VectorXd tp = p.vector("t_points");
-    if (tp.size() == 0) throw InputError("t_points", "must not be empty");
-    for (Eigen::Index i = 1; i < tp.size(); ++i)
-      if (!(tp(i) > tp(i - 1))) throw InputError("t_points", "must be strictly increasing");
-  }
+  // t_points: the time rule of every dynamics model (checked_settings, hdat/core/harness.hpp).
 }
 
 Setup setup_from(const Params& p) {

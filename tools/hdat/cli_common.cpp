@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "hdat/app/run.hpp"
+#include "hdat/core/output.hpp"
 
 namespace hdat::cli {
 
@@ -14,12 +15,16 @@ void add_model_options(CLI::App& sub, ModelArgs& args, bool out_required) {
   if (out_required) o->required();
   sub.add_option("--threads", args.threads, "worker threads (default: all cores)");
   sub.add_flag("--quiet", args.quiet, "no progress lines");
+  sub.add_flag("--replace", args.replace,
+               "when --out holds another command's or configuration's outputs: remove hdat's files there first (otherwise refused)");
 }
 
 int run_model_command(const std::string& command, const ModelArgs& args) {
+  check_output_folder(args.out);  // first: a folder that cannot be written is said before anything else
   const ModelEntry& model = registry().get(args.model);
   app::find_command(model, command);  // an unknown command is reported before the parameters
   const Params params = app::resolve_args(model, args.config_file, args.sets);
+  app::prepare_output(args.out, model, command, params, args.replace);
   RunContext ctx;
   ctx.threads = args.threads;
   ctx.quiet = args.quiet;

@@ -17,6 +17,7 @@ struct ModelArgs {
   std::string out;
   int threads = 0;
   bool quiet = false;
+  bool replace = false;
 };
 
 void add_model_options(CLI::App& sub, ModelArgs& args, bool out_required = true);

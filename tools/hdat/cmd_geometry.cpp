@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "hdat/app/geometry.hpp"
 #include "hdat/core/error.hpp"
+#include "hdat/core/output.hpp"
 #include "hdat/llama/checkpoint.hpp"
 
 namespace hdat {
@@ -24,6 +25,7 @@ struct GeometryArgs {
 
 int run_geometry(const GeometryArgs& a) {
   // Everything that can be wrong with the input is checked before anything is written.
+  check_output_folder(a.out);
   const Params params = app::resolve_geometry(app::config_of(a.config_file), app::assignments_of(a.sets));
   if (a.threads < 0) throw InputError("--threads", "must be >= 0 (0: all cores)");
   RunContext ctx;

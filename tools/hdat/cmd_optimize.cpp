@@ -8,6 +8,8 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "hdat/app/optimize.hpp"
+#include "hdat/app/run.hpp"
+#include "hdat/core/output.hpp"
 
 namespace hdat {
 
@@ -22,6 +24,7 @@ struct OptimizeArgs {
 };
 
 int run_optimize_command(const OptimizeArgs& a) {
+  check_output_folder(a.model.out);  // first: a folder that cannot be written is said before anything else
   const ModelEntry& model = registry().get(a.model.model);
   optimize::OptimizeOptions o = a.options;
   o.shape = shape_from_name(a.shape, "shape");
@@ -30,6 +33,7 @@ int run_optimize_command(const OptimizeArgs& a) {
   o.budget = app::parse_budget(a.budget);
   o.baselines = !a.no_baselines;
   const Params params = app::resolve_args(model, a.model.config_file, a.model.sets);
+  app::prepare_output(a.model.out, model, "optimize", params, a.model.replace);
   RunContext ctx;
   ctx.threads = a.model.threads;
   ctx.quiet = a.model.quiet;

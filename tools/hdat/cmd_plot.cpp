@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "hdat/app/plot.hpp"
+#include "hdat/core/exit_code.hpp"
 
 namespace hdat {
 
@@ -25,7 +26,7 @@ int run_plot(const PlotArgs& a) {
     const std::filesystem::path svg = std::filesystem::path(w).replace_extension(".svg");
     fmt::print("figure {}{}\n", w.string(), std::filesystem::exists(svg) ? " (.svg)" : "");
   }
-  return 0;
+  return code(ExitCode::ok);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "hdat/core/error.hpp"
+#include "hdat/core/exit_code.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/attention_sinks/study.hpp"
@@ -116,9 +117,9 @@ int protocol(const SinksArgs& a) {
   if (counts.interrupted || interrupted()) {
     fmt::print(stderr, "hdat: interrupted; finished runs are kept in {} and the same command resumes\n",
                (dir / "points").string());
-    return 130;
+    return code(ExitCode::interrupted);
   }
-  return 0;
+  return code(ExitCode::ok);
 }
 
 int collect(const SinksArgs& a) {
@@ -151,27 +152,29 @@ int collect(const SinksArgs& a) {
                study.number(i, "accuracy"), study.number(i, "accuracy_sd"), study.number(i, "sparsity"),
                study.number(i, "sparsity_sd"));
   fmt::print("wrote {}\n", out.string());
-  return 0;
+  return code(ExitCode::ok);
 }
 
 int run_sinks(SinksArgs& a) {
-  int code = 0;
+  int status = code(ExitCode::ok);
   if (a.figures_only) {
     if (!std::filesystem::exists(std::filesystem::path(a.model.out) / "run.json"))
       throw InputError("--out", "no run.json in " + a.model.out + " (--figures-only draws an existing folder)");
     a.plot = true;
   } else if (a.protocol) {
+    check_output_folder(a.model.out);
     if (!a.collect.empty()) throw InputError("--protocol", "runs its own sweep; it takes no --collect");
     return protocol(a);
   } else if (!a.collect.empty()) {
     if (!a.model.sets.empty() || !a.model.config_file.empty())
       throw InputError("--collect", "pools finished runs; it takes no --set or --config");
-    code = collect(a);
+    check_output_folder(a.model.out);
+    status = collect(a);
   } else {
     a.model.model = "sinks";
-    code = cli::run_model_command("simulate", a.model);
+    status = cli::run_model_command("simulate", a.model);
   }
-  if (a.plot && (code == 0 || code == 130)) {
+  if (a.plot && (status == code(ExitCode::ok) || status == code(ExitCode::interrupted))) {
     if (!plot::available()) {
       fmt::print(stderr, "hdat: gnuplot not found; no figures\n");
     } else {
@@ -179,7 +182,7 @@ int run_sinks(SinksArgs& a) {
       fmt::print("figures in {}\n", a.model.out);
     }
   }
-  return code;
+  return status;
 }
 
 }  // namespace

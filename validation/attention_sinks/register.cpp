@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/exit_code.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/matrix_product.hpp"
@@ -198,7 +199,7 @@ RunOutput simulate(const Params& p, RunContext& ctx) {
                        {"streams", {{"init", "student_init"}, {"training", "training_data"}, {"evaluation", "test_set"},
                                     {"flip_test", "user+1"}}}};
   if (r.status == "diverged") {
-    out.exit_code = 3;
+    out.exit_code = code(ExitCode::numerical_failure);
     out.summary = fmt::format("training diverged (non-finite loss) after {} steps", r.steps_done);
     return out;
   }
@@ -264,7 +265,7 @@ RunOutput simulate(const Params& p, RunContext& ctx) {
   out.summary = fmt::format("{} / {}: accuracy {:.4f}, eval loss {:.4f}, sparsity {:.3f}; {}\n{} steps in {:.1f} s ({:.1f} steps/s)",
                             p.text("task"), p.text("attention"), r.accuracy, r.eval_loss, r.sparsity_mean, sinks_line,
                             r.steps_done, r.train_seconds, r.steps_per_second);
-  if (r.status == "interrupted") out.exit_code = 130;
+  if (r.status == "interrupted") out.exit_code = code(ExitCode::interrupted);
   return out;
 }
 

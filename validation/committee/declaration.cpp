@@ -48,7 +48,7 @@ void finish(const Params& p, const std::string& command, RunOutput& out) {
     const double escape = escape_time(curve, s.K, s.M, p.real("split_threshold"));
     auto& events = out.info["events"];
     events["escape_time"] = std::isnan(escape) ? nlohmann::json(nullptr) : nlohmann::json(escape);
-    events["eg_final"] = curve.number(curve.rows() - 1, "eg");
+    events["eg_final"] = curve.empty() ? nlohmann::json(nullptr) : nlohmann::json(curve.number(curve.rows() - 1, "eg"));  // empty: interrupted at once
     events["start"] = p.has("Q0") ? "given overlaps Q0, R0, T0" : fmt::format("overlaps of a random initialisation at N = {} (seed {}, replica 0)", s.N, s.seed);
   }
   if (command == "simulate") {

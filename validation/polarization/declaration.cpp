@@ -1,4 +1,5 @@
 #include "hdat/polarization/declaration.hpp"
+#include "hdat/core/exit_code.hpp"
 
 #include <fmt/format.h>
 
@@ -95,7 +96,7 @@ void finish_simulate(const Config& c, const Instance& in, RunOutput& out) {
   out.summary += "  invariants: " + run["invariants"].dump() + "\n";
   for (const auto& f : run["identity_failures"]) out.summary += "  identity FAILS: " + f.get<std::string>() + "\n";
   if (!run["finite"].get<bool>()) {
-    out.exit_code = 3;
+    out.exit_code = code(ExitCode::numerical_failure);
     out.summary += "  numerical failure: the state became non-finite (rows after it are NaN)\n";
   }
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/exit_code.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/harness.hpp"
 #include "hdat/core/plot.hpp"
@@ -75,7 +76,7 @@ RunOutput cmd_analyze(const Params& p, RunContext& ctx) {
   for (auto& [name, t] : r.series) out.tables[name] = std::move(t);
   out.info = r.info;
   out.summary = r.summary;
-  out.exit_code = r.all_pass ? 0 : 1;
+  out.exit_code = code(r.all_pass ? ExitCode::ok : ExitCode::disagree);
   figures_into(ctx, c, out, c.claim);
   return out;
 }

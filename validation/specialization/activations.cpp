@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "hdat/core/harness.hpp"
+#include "hdat/core/exit_code.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/progress.hpp"
 #include "hdat/specialization/analyze.hpp"
@@ -217,7 +218,7 @@ RunOutput compare_activations(const Params& p, RunContext& ctx) {
   out.tables["curves.csv"] = curves;
   out.info["activations"] = record;
   out.summary = text;
-  out.exit_code = interrupted() ? 130 : exit_code;
+  out.exit_code = interrupted() ? code(ExitCode::interrupted) : exit_code;
   if (interrupted()) out.summary += "  INTERRUPTED: the finished variants are kept in DIR/variants (rerun the same command to complete the rest)\n";
   return out;
 }

@@ -1,4 +1,5 @@
 #include "hdat/specialization/analyze.hpp"
+#include "hdat/core/exit_code.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -395,7 +396,7 @@ RunOutput analyze_command(const Params& p, RunContext& ctx) {
   out.info["stability"] = {{"lambda_max", num(plateau.lambda_max)}, {"escape_time_slope", num(plateau.escape_slope)},
                            {"predicted_order", plateau.predicted_order}, {"fixed_point_converged", plateau.fixed_point.summary.converged}};
   out.summary = summary;
-  out.exit_code = interrupted() ? 130 : (plateau.fixed_point.summary.converged ? 0 : 3);
+  out.exit_code = code(interrupted() ? ExitCode::interrupted : plateau.fixed_point.summary.converged ? ExitCode::ok : ExitCode::numerical_failure);
   return out;
 }
 

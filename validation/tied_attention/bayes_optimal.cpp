@@ -1,4 +1,5 @@
 #include "hdat/tied_attention/bayes_optimal.hpp"
+#include "hdat/core/exit_code.hpp"
 
 #include <fmt/format.h>
 
@@ -406,7 +407,7 @@ RunOutput amp_simulate_command(const Params& p, RunContext& ctx) {
   for (const auto& r : b.runs) failed += r.ok ? 0 : 1;
   out.summary = fmt::format("tied-attention simulate (AMP, {} channel): d = {}, {} alpha values x {} seeds, {} failed",
                             bayes_channel_name(bayes_channel_of(p)), dims.front(), alphas.size(), seeds.size(), failed);
-  if (failed) out.exit_code = 3;
+  if (failed) out.exit_code = code(ExitCode::numerical_failure);
   return out;
 }
 
@@ -449,7 +450,7 @@ RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
   out.info["verdict"]["failed_runs"] = failed_runs;
   out.info["dims"] = dims;
   out.info["seeds"] = seeds;
-  out.exit_code = check.agree() ? 0 : 1;
+  out.exit_code = code(check.agree() ? ExitCode::ok : ExitCode::disagree);
   out.summary = fmt::format("tied-attention validate (AMP vs state evolution, T = {}, {} channel, prior {}): {} of {} "
                             "checks pass -> {}",
                             p.integer("T"), bayes_channel_name(bayes_channel_of(p)), p.text("amp_prior"),

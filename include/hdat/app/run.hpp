@@ -35,6 +35,11 @@ struct Run {
   std::string command_line;  ///< run.json's command_line when not the process's (the Python call)
 };
 
+/// Before any work (InputError naming --out, or `key`): `dir` can be written (check_output_folder),
+/// and holds no other command's or configuration's outputs unless `replace` (claim_output_folder).
+void prepare_output(const std::filesystem::path& dir, const ModelEntry& model, const std::string& command, const Params& params,
+                    bool replace, const std::string& key = "--out", const std::string& replace_option = "--replace");
+
 /// Run `command` of `model` (timed). Exceptions of the command (InputError, NumericalError ...) pass.
 Run run_command(const ModelEntry& model, const std::string& command, const Params& params, RunContext& ctx);
 

@@ -32,7 +32,26 @@ std::vector<std::string> run_columns(const Observables& observables, const State
 /// One row of such a table.
 std::vector<double> run_row(double t, const Observables& observables, const StateLayout& layout, const Eigen::VectorXd& x);
 
-/// The theory integrated from x0 and observed at `times` by hdat::integrate (OdeTheory::run's default).
+/// The time rule of every dynamics model, in one place: the initial state lies at `t_start`; the
+/// observation times are where the state is reported: not empty, finite, strictly increasing, in
+/// [t_start, t_max] (`t_max` an explicitly given t_max; NaN: none). InputError naming `key` (and
+/// saying `what` the times are) otherwise.
+void check_times(const std::vector<double>& times, double t_start, double t_max, const std::string& key, const std::string& what = "");
+
+/// The model's settings for `p`, checked before any work (InputError naming the key): the time rule
+/// (t_points, and t_max when both are given: t_points beyond an explicit t_max is an error; without
+/// t_max the run ends at the last t_point), drift times (not empty, >= t_start), sizes (not empty).
+/// Every dynamics command starts here, and so does the model's check (add_dynamics_commands).
+DynamicsSettings checked_settings(const DynamicsModel& model, const Params& p);
+
+/// The theory started from x0 at t_start and reported at `times` only (every dynamics command's
+/// theory goes through here: OdeTheory::run sees the start as its first time; a row at t_start is
+/// reported only when `times` holds it).
+TheoryRun theory_observed(const OdeTheory& theory, const Eigen::VectorXd& x0, double t_start, const std::vector<double>& times,
+                          const IntegrateOptions& options);
+
+/// The theory integrated from x0 (at times.front()) and observed at `times` by hdat::integrate
+/// (OdeTheory::run's default).
 TheoryRun integrate_theory(const OdeTheory& theory, const Eigen::VectorXd& x0, const std::vector<double>& times,
                      IntegrateOptions options);
 
@@ -42,7 +61,7 @@ struct ReplicatedTheory {
   TheoryRun run;  ///< table = the replica mean
   Table se;       ///< same columns: the standard error of the mean over replicas
 };
-ReplicatedTheory run_theory_replicas(const DynamicsModel& model, const Params& p, const Eigen::VectorXd& x0,
+ReplicatedTheory run_theory_replicas(const DynamicsModel& model, const Params& p, const Eigen::VectorXd& x0, double t_start,
                                      const std::vector<double>& times, const IntegrateOptions& options, int replicas);
 
 /// The finite runs of one size.
@@ -52,6 +71,9 @@ struct Ensemble {
   std::vector<Table> runs;           ///< one per finished seed (run_columns of the system's observables)
   std::vector<double> escape_times;  ///< per finished seed (NaN: no escape), when the model declares escape_time
   std::vector<nlohmann::json> records;  ///< per finished seed: FiniteSystem::record() (persisted with the seed)
+  /// per finished seed: the state at the run's start (t_start), recorded before the first step and
+  /// persisted with the seed, whether or not the observation times include t_start
+  std::vector<Eigen::VectorXd> initial_states;
   int finished = 0, requested = 0;
   double seconds = 0;
 };
@@ -66,7 +88,7 @@ std::string simulation_hash(const DynamicsModel& model, const Params& p, double 
 Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const DynamicsSettings& settings, double size,
                       const RunContext& ctx);
 
-/// Seed-averaged state of the ensemble's first row (the theory's start in validate).
+/// Seed-averaged state at t_start (the theory's start in validate): the mean of initial_states.
 Eigen::VectorXd measured_initial_state(const Ensemble& ensemble, const StateLayout& layout);
 
 /// The trajectory comparison of validate (all sizes).
@@ -141,6 +163,7 @@ struct StandardDefaults {
   std::vector<double> drift_times = {0, 1};
   double rtol = 1e-8, atol = 1e-10;
   std::string size_key = "D";  ///< the key of the simulate size (D, N ...)
+  double max_size = 1e7;       ///< the largest size a run can hold in memory (bounds dims)
 };
 ParamSet& declare_standard_keys(ParamSet& set, const StandardDefaults& defaults);
 DynamicsSettings standard_settings(const Params& p, const StandardDefaults& defaults, const StateLayout& layout);

@@ -102,9 +102,10 @@ class OdeTheory {
   virtual DriftTerms terms(const Eigen::VectorXd& x) const;
   /// The observables at state x and time t (population risk ...), with standard errors where sampled.
   virtual Observables observe(const Eigen::VectorXd& x, double t) const = 0;
-  /// Integrate from x0 through the observation times and observe. The default drives hdat::integrate
-  /// with this system; a theory with its own events (a normalisation leaving its domain, a switch of
-  /// equations) overrides it and keeps the same observations.
+  /// Integrate from x0, which lies at times.front(), through the observation times and observe (the
+  /// harness calls it through theory_observed(), which puts the start first). The default drives
+  /// hdat::integrate with this system; a theory with its own events (a normalisation leaving its
+  /// domain, a switch of equations) overrides it and keeps the same observations.
   virtual TheoryRun run(const Eigen::VectorXd& x0, const std::vector<double>& times, const IntegrateOptions& options) const;
 };
 
@@ -132,7 +133,13 @@ class FiniteSystem {
 
 /// Settings of the harness for one configuration, read from the model's parameters.
 struct DynamicsSettings {
-  std::vector<double> times;              ///< observation times (first: the start)
+  /// The time of the initial state (theory and finite system alike): 0 unless the model declares
+  /// another start. run.json states it.
+  double t_start = 0;
+  /// Where the state is reported: not empty, strictly increasing, in [t_start, t_max] (the time rule,
+  /// check_times in harness.hpp). The theory integrates from t_start, a finite run starts at its own
+  /// t_start; neither starts at times.front() unless it equals t_start.
+  std::vector<double> times;
   /// `curve`'s observation times where the theory alone may be observed on a finer grid than a
   /// finite run reaches (gradient descent observes whole steps only); empty: `times`.
   std::vector<double> curve_times;
