@@ -23,6 +23,7 @@
 #include "hdat/core/model.hpp"
 #include "hdat/core/registry.hpp"
 #include "hdat/core/table.hpp"
+#include "hdat/core/verdict.hpp"
 
 namespace hdat {
 
@@ -71,7 +72,8 @@ Eigen::VectorXd measured_initial_state(const Ensemble& ensemble, const StateLayo
 
 /// The trajectory comparison of validate (all sizes).
 struct TrajectoryValidation {
-  bool agree = false, complete = true;
+  Verdict verdict;  ///< verdict.hpp: agree, disagree or undecided, with the reasons
+  bool complete = true;
   Table points;   ///< size, t, quantity, theory, simulation, simulation_se, theory_se, deviation, allowed, agree
   Table curves;   ///< size, t, then q_theory, q_sim, q_sim_se for every quantity
   Table escape;   ///< size, log_size, escape_time, escape_time_se, seeds_escaped, seeds
@@ -82,7 +84,8 @@ TrajectoryValidation validate_trajectories(const DynamicsModel& model, const Par
 
 /// The drift check of validate.
 struct DriftValidation {
-  bool agree = false, complete = true;
+  Verdict verdict;
+  bool complete = true;
   Table rows;  ///< t, term, entry, theory, theory_se, simulation, simulation_se, z, agree
   nlohmann::json record;
   std::string summary;
@@ -129,14 +132,15 @@ void add_fixed_point_commands(ModelEntry& entry, std::shared_ptr<const FixedPoin
 // ---------------------------------------------------------------------------------------------------
 
 /// The keys every dynamics model shares, with the model's defaults: t_max, n_points, t_points,
-/// rtol, atol, stepper, seed, seeds, dims, theory_replicas, mode, tolerance, rel_tolerance,
-/// t_compare, drift_samples, drift_times. standard_settings() reads them.
+/// rtol, atol, stepper, seed, seeds, dims, theory_replicas, mode, false_alarm, detectable,
+/// rel_tolerance, t_compare, drift_samples, drift_times (and refuses the retired `tolerance`).
+/// standard_settings() reads them.
 struct StandardDefaults {
   double t_max = 100;
   int n_points = 60;
   int seeds = 8;
   std::vector<long> dims = {250, 500, 1000};
-  double tolerance = 4, rel_tolerance = 0.02;
+  double false_alarm = 0.01, detectable = 0.1, rel_tolerance = 0.02;
   long drift_samples = 4000;
   std::vector<double> drift_times = {0, 1};
   double rtol = 1e-8, atol = 1e-10;
