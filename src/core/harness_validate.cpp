@@ -34,9 +34,45 @@ std::map<std::string, std::string> blocks_of(const std::vector<std::string>& obs
 struct SizeRun {
   Ensemble ensemble;
   ReplicatedTheory theory;
+  /// Per row, c_se: the standard error over seeds of the paired deviation theory(x0_i) − run_i
+  /// (empty for a deterministic model).
+  Table paired;
   double t_compare = 0;
   stats::MeanSe escape;
 };
+
+// The seed-to-seed noise of a deviation, without the spread of the initial states: the theory
+// follows a run's own start, so theory(x̄0) − mean of runs fluctuates like the mean of the paired
+// deviations theory(x0_i) − run_i (to O(1/size), which the allowance covers), not like the mean
+// of the runs. The theory here is replica 0; its own sampling error is the replicas' spread.
+Table paired_deviations(const DynamicsModel& model, const Params& p, const DynamicsSettings& s, const StateLayout& layout,
+                        const Ensemble& ens) {
+  const auto theory = model.theory(p, 0);
+  std::vector<Table> deviations;
+  for (const Table& run : ens.runs) {
+    std::vector<double> start;
+    for (const auto& c : layout.columns()) start.push_back(run.number(0, c));
+    const TheoryRun th = theory->run(layout.from_values(start), s.times, s.integrate);
+    std::vector<std::string> cols = {"t"};
+    for (const auto& c : run.columns())
+      if (c != "t" && th.table.has_column(c) && !(c.size() > 3 && c.compare(c.size() - 3, 3, "_se") == 0)) cols.push_back(c);
+    Table dev(cols);
+    for (std::size_t r = 0; r < std::min(run.rows(), th.table.rows()); ++r) {
+      std::vector<double> row = {run.number(r, "t")};
+      for (std::size_t k = 1; k < cols.size(); ++k) row.push_back(th.table.number(r, cols[k]) - run.number(r, cols[k]));
+      dev.add_row(row);
+    }
+    deviations.push_back(std::move(dev));
+  }
+  std::size_t rows = deviations.empty() ? 0 : deviations.front().rows();
+  for (const Table& d : deviations) rows = std::min(rows, d.rows());
+  for (Table& d : deviations) {  // a theory stopped early for one seed: the common rows
+    Table cut(d.columns());
+    for (std::size_t r = 0; r < rows; ++r) cut.add_row(d.row(r));
+    d = std::move(cut);
+  }
+  return ensemble_mean(deviations);
+}
 
 // The end of the comparison window: t_compare when set, else the first escape among the seeds, else
 // the whole run.
@@ -106,9 +142,10 @@ std::vector<SizeRun> run_sizes(const DynamicsModel& model, const Params& p, cons
     if (ens.finished == 0 || interrupted()) break;
     const Eigen::VectorXd x0 = measured_initial_state(ens, layout);
     ReplicatedTheory th = run_theory_replicas(model, p, x0, s.times, s.integrate, s.theory_replicas);
+    Table paired = s.deterministic ? Table({"t"}) : paired_deviations(model, p, s, layout, ens);
     const double t_cmp = comparison_end(s, ens);
     const stats::MeanSe esc = escape_statistics(ens);
-    runs.push_back({std::move(ens), std::move(th), t_cmp, esc});
+    runs.push_back({std::move(ens), std::move(th), std::move(paired), t_cmp, esc});
   }
   return runs;
 }
@@ -143,7 +180,8 @@ Compared compared_quantities(const DynamicsModel& model, const Params& p, const 
 
 // The empty tables and the header of the summary.
 void start_output(TrajectoryValidation& v, const std::string& sz, const Compared& cmp) {
-  v.points = Table({sz, "t", "quantity", "theory", "simulation", "simulation_se", "theory_se", "deviation", "allowed", "agree"});
+  v.points = Table({sz, "t", "quantity", "theory", "simulation", "simulation_se", "theory_se", "deviation", "deviation_se", "dof",
+                    "critical_value", "allowed", "agree"});
   v.escape = Table({sz, "log_" + sz, "escape_time", "escape_time_se", "seeds_escaped", "seeds"});
   std::vector<std::string> curve_cols = {sz, "t"};
   for (const auto& q : cmp.quantities) {
@@ -183,7 +221,7 @@ struct SizeComparison {
 // many there are.
 struct PendingPoint {
   std::size_t size_index = 0;
-  double theory = 0, simulation = 0;
+  double theory = 0, simulation = 0, simulation_se = 0;
   bool judged = false;
   ComparedEntry entry;
 };
@@ -211,10 +249,12 @@ void collect_size(const SizeRun& run, std::size_t size_index, bool judged, const
       pt.size_index = size_index;
       pt.theory = th.number(r, q);
       pt.simulation = ens.mean.number(r, q);
+      pt.simulation_se = ens.mean.number(r, se_column(q));
       pt.judged = judged;
       ComparedEntry& e = pt.entry;
       e.deviation = pt.theory - pt.simulation;
-      e.se_seeds = ens.mean.number(r, se_column(q));
+      const bool paired = r < run.paired.rows() && run.paired.has_column(se_column(q));
+      e.se_seeds = paired ? run.paired.number(r, se_column(q)) : ens.mean.number(r, se_column(q));
       e.seeds = ens.finished;
       e.se_other = run.theory.se.number(r, q);  // the theory's sampling error over its replicas
       e.dof_other = s.theory_replicas > 1 ? s.theory_replicas - 1.0 : INFINITY;
@@ -240,7 +280,8 @@ void judge_points(const std::vector<PendingPoint>& points, const FamilyTest& fam
     const ComparedEntry& e = pt.entry;
     const Judgement j = judge(e, family.criterion(), tests);
     v.points.add_row(std::vector<Cell>{runs[pt.size_index].ensemble.size, e.where.at("t").get<double>(), e.where.at("quantity").get<std::string>(),
-                                       pt.theory, pt.simulation, e.se_seeds, e.se_other, e.deviation, j.allowed, j.agree ? 1.0 : 0.0});
+                                       pt.theory, pt.simulation, pt.simulation_se, e.se_other, e.deviation, j.se, j.dof, j.critical,
+                                       j.allowed, j.agree ? 1.0 : 0.0});
     if (!pt.judged) continue;
     SizeComparison& c = by_size[pt.size_index];
     c.worst = std::max(c.worst, j.allowed > 0 ? std::fabs(e.deviation) / j.allowed : (e.deviation == 0 ? 0.0 : INFINITY));

@@ -74,7 +74,9 @@ Eigen::VectorXd measured_initial_state(const Ensemble& ensemble, const StateLayo
 struct TrajectoryValidation {
   Verdict verdict;  ///< verdict.hpp: agree, disagree or undecided, with the reasons
   bool complete = true;
-  Table points;   ///< size, t, quantity, theory, simulation, simulation_se, theory_se, deviation, allowed, agree
+  /// size, t, quantity, theory, simulation, simulation_se, theory_se, deviation, deviation_se (the
+  /// criterion's SE: paired over seeds, with the theory's), dof, critical_value, allowed, agree
+  Table points;
   Table curves;   ///< size, t, then q_theory, q_sim, q_sim_se for every quantity
   Table escape;   ///< size, log_size, escape_time, escape_time_se, seeds_escaped, seeds
   nlohmann::json record;
