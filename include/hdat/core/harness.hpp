@@ -8,7 +8,9 @@
 //   validate  mode=trajectory: for each size, the ensemble; the theory started from that size's
 //             seed-averaged measured initial state (on `theory_replicas` independent sample sets, so
 //             that the theory's own sampling error enters); every block and observable compared at
-//             every observed time in the comparison window with the stated criterion; the gap (RMS
+//             every observed time in the comparison window with the stated criterion (verdict.hpp:
+//             Student-t critical values, Bonferroni over the compared points; the seed error of a
+//             deviation paired: the theory also run from each seed's own start); the gap (RMS
 //             deviation per block) fitted as gap ∝ size^p; escape times against log size.
 //             mode=drift: along a run, the mean of many one-step increments against the theory's
 //             drift at the measured state, term by term, with z-scores.
