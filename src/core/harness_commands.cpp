@@ -177,8 +177,7 @@ ParamSet& declare_standard_keys(ParamSet& set, const StandardDefaults& d) {
             "validate: UNDECIDED (exit 5) unless a deviation of this fraction of the block's scale would be caught at every "
             "compared point",
             Range::positive())
-      .retire("tolerance", "validate's criterion is now false_alarm (family-wise false-alarm rate, default 0.01) and detectable "
-                           "(smallest deviation that must be caught, relative to the scale, default 0.1); docs/validation.md")
+      .retire("tolerance", criterion_keys_instead())
       .real("rel_tolerance", d.rel_tolerance,
             "validate: deviations below this fraction of the block's scale always pass (finite-size bias allowance)", Range::nonnegative())
       .real("t_compare", -1.0, "validate: compare trajectories up to this time (-1: up to the first plateau escape, or t_max)")

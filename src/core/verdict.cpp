@@ -36,6 +36,11 @@ Verdict& Verdict::merge(const Verdict& other) {
   return *this;
 }
 
+std::string criterion_keys_instead() {
+  return "validate's criterion is now false_alarm (the family-wise false-alarm rate, default 0.01) and detectable (the "
+         "smallest deviation that must be caught, relative to the scale, default 0.1); docs/validation.md";
+}
+
 std::string verdict_word(const Verdict& v) {
   return v.kind == VerdictKind::agree ? "agree" : v.kind == VerdictKind::disagree ? "DISAGREE" : "UNDECIDED";
 }

@@ -10,6 +10,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/model.hpp"
 #include "hdat/core/random.hpp"
+#include "hdat/core/verdict.hpp"
 
 namespace hdat::specialization {
 
@@ -225,8 +226,7 @@ const ParamSet& parameters() {
         .real("detectable", 0.1,
               "validate: UNDECIDED (exit 5) unless a deviation of this fraction of the scale would be caught at every compared point",
               Range::positive())
-        .retire("tolerance", "validate's criterion is now false_alarm (family-wise false-alarm rate, default 0.01) and detectable "
-                             "(smallest deviation that must be caught, relative to the scale, default 0.1); docs/validation.md")
+        .retire("tolerance", criterion_keys_instead())
         .real("rel_tolerance", 0.05,
               "validate: deviations below this fraction of the quantity's scale always pass (finite-D bias allowance)",
               Range::nonnegative())

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/verdict.hpp"
 
 namespace hdat::tied {
 
@@ -95,8 +96,7 @@ const ParamSet& param_set() {
               "validate: UNDECIDED (exit 5) unless a deviation of this fraction of the observable's largest |theory| would be "
               "caught at every compared point",
               Range::positive())
-        .retire("z_crit", "validate's criterion is now false_alarm (family-wise false-alarm rate, default 0.01) and detectable "
-                          "(smallest deviation that must be caught, relative to the scale, default 0.1); docs/validation.md")
+        .retire("z_crit", criterion_keys_instead())
         .real("rel_floor", 0.01, "validate: tolerance floor relative to the theory value (model error of the 1/d fit)",
               Range::nonnegative());
     return p;

@@ -44,6 +44,9 @@ struct Verdict {
   Verdict& merge(const Verdict& other);
 };
 
+/// What a retired criterion key (`tolerance`, `z_crit`) says it was replaced by.
+std::string criterion_keys_instead();
+
 /// For a summary line: "agree", "DISAGREE" or "UNDECIDED".
 std::string verdict_word(const Verdict& v);
 
