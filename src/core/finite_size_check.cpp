@@ -105,8 +105,9 @@ FamilyTest InverseSizeCheck::family() const {
 
 int InverseSizeCheck::failures() const {
   const FamilyTest f = family();
+  const long tests = f.tests();
   int failed = 0;
-  for (std::size_t k = 0; k < points_.size(); ++k) failed += f.judge(k).agree && points_[k].conditions ? 0 : 1;
+  for (std::size_t k = 0; k < points_.size(); ++k) failed += judge(f.entry(k), f.criterion(), tests).agree && points_[k].conditions ? 0 : 1;
   return failed;
 }
 
@@ -121,10 +122,11 @@ Verdict InverseSizeCheck::result() const {
 
 Table InverseSizeCheck::table() const {
   const FamilyTest f = family();
+  const long tests = f.tests();
   Table t(columns_);
   for (std::size_t k = 0; k < points_.size(); ++k) {
     const Point& pt = points_[k];
-    const Judgement j = f.judge(k);
+    const Judgement j = judge(f.entry(k), f.criterion(), tests);
     std::vector<Cell> row = pt.row;
     for (double v : {pt.fit.a, pt.fit.a_se, pt.dof, j.critical, j.allowed, j.agree && pt.conditions ? 1.0 : 0.0}) row.emplace_back(v);
     t.add_row(std::move(row));

@@ -502,9 +502,10 @@ DriftValidation validate_drift(const DynamicsModel& model, const Params& p, RunC
   }
   progress.finish();
   double worst_z = 0;
+  const long tests = family.tests();
   for (std::size_t k = 0; k < family.size(); ++k) {
     const ComparedEntry& e = family.entry(k);
-    const Judgement j = family.judge(k);
+    const Judgement j = judge(e, criterion, tests);
     const double z = j.se > 0 ? e.deviation / j.se : (e.deviation == 0 ? 0.0 : NAN);
     if (std::isfinite(z)) worst_z = std::max(worst_z, std::fabs(z));
     v.rows.add_row(std::vector<Cell>{e.where.at("t").get<double>(), e.where.at("term").get<std::string>(), e.where.at("entry").get<std::string>(),
