@@ -144,7 +144,8 @@ nlohmann::json InverseSizeCheck::verdict(const std::string& what) const {
                         {"criterion", fmt::format("{} of {}; a is the d -> infinity intercept of a weighted fit a + b/d over dims, nu the "
                                                   "fit's degrees of freedom",
                                                   f.criterion().text(fmt::format("{:g} * |theory|", criterion_.rel_floor)), what)}};
-  for (const auto& [key, value] : f.record().items()) out[key] = value;
+  const nlohmann::json tests_record = f.record();  // kept: items() refers to it
+  for (const auto& [key, value] : tests_record.items()) out[key] = value;
   out["worst_ratio"] = out.contains("worst") ? out["worst"]["deviation_over_allowed"] : nlohmann::json(0.0);
   return out;
 }

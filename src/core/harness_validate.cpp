@@ -425,7 +425,8 @@ TrajectoryValidation validate_trajectories(const DynamicsModel& model, const Par
               {"verdict", verdict.name()},
               {"reasons", verdict.reasons},
               {"criterion", criterion_text(s)}};
-  for (const auto& [key, value] : family.record().items()) v.record[key] = value;
+  const nlohmann::json tests_record = family.record();  // kept: items() refers to it
+  for (const auto& [key, value] : tests_record.items()) v.record[key] = value;
   v.record.update({{"size", sz},
                    {"per_size", per_size},
                    {"gap_exponent", trend.exponents},
@@ -522,7 +523,8 @@ DriftValidation validate_drift(const DynamicsModel& model, const Params& p, RunC
               {"criterion", "theory against the mean of one-step increments / dt, for every entry of every term of the drift at every "
                             "checked time: " + criterion.text(allowance) + " (scale: the largest term entry at that time)"},
               {"max_abs_z", worst_z}};
-  for (const auto& [key, value] : family.record().items()) v.record[key] = value;
+  const nlohmann::json tests_record = family.record();  // kept: items() refers to it
+  for (const auto& [key, value] : tests_record.items()) v.record[key] = value;
   v.record["max_deviation_over_allowed"] = v.record.contains("worst") ? v.record["worst"]["deviation_over_allowed"] : nlohmann::json(0.0);
   v.summary += fmt::format("  largest |z| = {:.2f}\n", worst_z);
   v.summary += verdict_lines(v.verdict, family);
