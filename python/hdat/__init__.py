@@ -156,7 +156,7 @@ def simulate(model, params=None, *, out=None, threads=0, quiet=False, replace=Fa
 
 def validate(model, params=None, *, out=None, threads=0, quiet=False, replace=False, **keys):
     """Theory against simulation (`hdat validate MODEL`): Result whose exit_code is 0 when they agree,
-    1 when they do not."""
+    1 when they do not, 5 when the data cannot decide (docs/validation.md)."""
     return run(model, "validate", params, out=out, threads=threads, quiet=quiet, replace=replace, **keys)
 
 

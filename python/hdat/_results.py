@@ -53,7 +53,8 @@ class Result:
     info       the run.json record as a dict (resolved configuration under "config", provenance,
                solver statistics, the command's own info)
     exit_code  as the command line's: 0 success, 1 validation disagrees (validate), 3 numerical
-               failure, 130 interrupted
+               failure, 5 validation undecided (too few seeds: validate.json says what to raise),
+               130 interrupted
     summary    the command's summary, as the command line prints it
     files      {file name: path} of the other files the command wrote (JSON, text)
     dir        the folder that holds every file of the run (a private temporary one unless out= was given)

@@ -177,28 +177,32 @@ RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunCont
   RunOutput out;
   out.info["t_start"] = s.t_start;
   const bool drift = p.set().find("mode") && p.text("mode") == "drift";
-  bool agree = false, complete = true;
+  bool complete = true;
+  Verdict verdict;
   nlohmann::json record;
   if (drift) {
     DriftValidation v = validate_drift(model, p, ctx);
     out.tables["drift.csv"] = std::move(v.rows);
     out.summary = fmt::format("drift check{}\n", describe(model, p)) + v.summary;
-    agree = v.agree, complete = v.complete, record = std::move(v.record);
+    verdict = std::move(v.verdict), complete = v.complete, record = std::move(v.record);
   } else {
     TrajectoryValidation v = validate_trajectories(model, p, ctx);
     out.tables["validate.csv"] = std::move(v.points);
     out.tables["escape.csv"] = std::move(v.escape);
     out.tables["validate_curves.csv"] = std::move(v.curves);
     out.summary = fmt::format("validate{}: theory vs simulation\n", describe(model, p)) + v.summary;
-    agree = v.agree, complete = v.complete, record = std::move(v.record);
+    verdict = std::move(v.verdict), complete = v.complete, record = std::move(v.record);
   }
   out.info["validation"] = std::move(record);
-  // The model may add checks of its own (identities, conservation laws) and overrule the verdict.
+  // The model may add checks of its own (identities, conservation laws) and overrule the verdict
+  // (by setting it to "disagree").
   finish(model, p, "validate", out);
-  agree = agree && out.info["validation"]["verdict"] == "agree";
-  out.info["validation"]["verdict"] = agree ? "agree" : "disagree";
+  if (out.info["validation"]["verdict"] == "disagree" && verdict.kind != VerdictKind::disagree)
+    verdict.merge(Verdict::disagree("the model's own checks fail (see the summary)"));
+  out.info["validation"]["verdict"] = verdict.name();
+  out.info["validation"]["reasons"] = verdict.reasons;
   out.files["validate.json"] = out.info["validation"].dump(2) + "\n";
-  out.exit_code = code(!complete ? ExitCode::interrupted : (agree ? ExitCode::ok : ExitCode::disagree));
+  out.exit_code = !complete ? code(ExitCode::interrupted) : code(verdict.exit_code());
   return out;
 }
 
@@ -231,7 +235,15 @@ ParamSet& declare_standard_keys(ParamSet& set, const StandardDefaults& d) {
       .int_list("dims", nlohmann::json(d.dims), "validate: sizes " + d.size_key + " of the finite-size study", Range::between(2, d.max_size))
       .choice("mode", "trajectory", {"trajectory", "drift"},
               "validate: compare whole trajectories, or the one-step drift of every order parameter term by term")
-      .real("tolerance", d.tolerance, "validate: allowed |theory - simulation| in units of the combined standard error", Range::positive())
+      .real("false_alarm", d.false_alarm,
+            "validate: the probability that a right theory is called DISAGREE, over all compared points together "
+            "(Student-t critical values, Bonferroni; docs/validation.md)",
+            Range::open_between(0, 1))
+      .real("detectable", d.detectable,
+            "validate: UNDECIDED (exit 5) unless a deviation of this fraction of the block's scale would be caught at every "
+            "compared point",
+            Range::positive())
+      .retire("tolerance", criterion_keys_instead())
       .real("rel_tolerance", d.rel_tolerance,
             "validate: deviations below this fraction of the block's scale always pass (finite-size bias allowance)", Range::nonnegative())
       .real("t_compare", -1.0, "validate: compare trajectories up to this time (-1: up to the first plateau escape, or t_max)")
@@ -262,7 +274,8 @@ DynamicsSettings standard_settings(const Params& p, const StandardDefaults& d, c
   s.seeds = static_cast<int>(p.integer("seeds"));
   s.seed = static_cast<std::uint64_t>(p.integer("seed"));
   s.theory_replicas = static_cast<int>(p.integer("theory_replicas"));
-  s.tolerance = p.real("tolerance");
+  s.false_alarm = p.real("false_alarm");
+  s.detectable = p.real("detectable");
   s.rel_tolerance = p.real("rel_tolerance");
   s.t_compare = p.real("t_compare");
   const Eigen::VectorXd dt = p.vector("drift_times");

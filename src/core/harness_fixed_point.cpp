@@ -249,15 +249,17 @@ RunOutput fixed_point_validate(const FixedPointModel& model, const Params& p, Ru
   out.tables["theory_points.csv"] = theory.table;
   out.tables["sim.csv"] = fit_table(model, p, s, fits);
   out.tables["validate.csv"] = check.table();
+  const Verdict verdict = check.result();
   out.info["verdict"] = check.verdict(model.comparison);
   out.info["verdict"]["failed_fits"] = failed;
   out.info["dims"] = s.validate_sizes;
   out.info["seeds"] = s.seeds;
   out.info["theory_method"] = theory.method;
   out.info["theory_solver"] = theory.solver;
-  out.exit_code = code(check.agree() ? ExitCode::ok : ExitCode::disagree);
+  out.exit_code = code(verdict.exit_code());
   out.summary = fmt::format("validate{}: {} of {} checks pass -> {}", describe(model, p), check.checks() - check.failures(),
-                            check.checks(), check.agree() ? "agree" : "DISAGREE");
+                            check.checks(), verdict_word(verdict));
+  for (const std::string& reason : verdict.reasons) out.summary += "\n  " + reason;
   finish(model, p, "validate", {&s, &theory, &fits}, out);
   return out;
 }

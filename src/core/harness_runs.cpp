@@ -143,7 +143,7 @@ Table ensemble_mean(const std::vector<Table>& runs) {
 std::string simulation_hash(const DynamicsModel& model, const Params& p, double size) {
   nlohmann::json j = p.flat();
   // The harness's own keys: they choose what is compared, not how a run goes.
-  for (const char* k : {"dims", "mode", "tolerance", "rel_tolerance", "t_compare", "drift_samples", "drift_times", "theory_replicas",
+  for (const char* k : {"dims", "mode", "tolerance", "false_alarm", "detectable", "rel_tolerance", "t_compare", "drift_samples", "drift_times", "theory_replicas",
                         "seeds", "rtol", "atol", "stepper", "break_term"})
     j.erase(k);
   for (const auto& k : model.theory_only_keys) j.erase(k);

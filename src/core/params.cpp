@@ -140,7 +140,20 @@ ParamSet& ParamSet::condition(const std::string& key, std::string condition, std
 ParamSet& ParamSet::merge(const ParamSet& other) {
   for (const auto& s : other.specs())
     if (!find(s.key)) specs_.push_back(s);
+  for (const auto& r : other.retired_)
+    if (!retired(r.first)) retired_.push_back(r);
   return *this;
+}
+
+ParamSet& ParamSet::retire(const std::string& key, std::string instead) {
+  retired_.emplace_back(key, std::move(instead));
+  return *this;
+}
+
+const std::string* ParamSet::retired(const std::string& key) const {
+  for (const auto& r : retired_)
+    if (r.first == key) return &r.second;
+  return nullptr;
 }
 
 const ParamSpec* ParamSet::find(const std::string& key) const {
@@ -299,7 +312,8 @@ Params Params::with(const json& flat_overrides) const {
   json f = flat_;
   for (auto it = flat_overrides.begin(); it != flat_overrides.end(); ++it) {
     const ParamSpec* s = set_->find(it.key());
-    if (!s) throw InputError(it.key(), "unknown key" + did_you_mean(it.key(), set_->keys()));
+    if (!s) throw InputError(it.key(), set_->retired(it.key()) ? "no longer a key: " + *set_->retired(it.key())
+                                                               : "unknown key" + did_you_mean(it.key(), set_->keys()));
     f[it.key()] = check_value(*s, it.value());
   }
   std::set<std::string> given = given_;
@@ -364,6 +378,7 @@ json flatten_config(const json& nested, const ParamSet& set) {
 namespace {
 // The nearest key first (a misspelling), then every key.
 std::string unknown_key(const ParamSet& set, const std::string& key, const char* origin) {
+  if (const std::string* instead = set.retired(key)) return fmt::format("no longer a key (from {}): {}", origin, *instead);
   return fmt::format("unknown key (from {}){}", origin, did_you_mean_among(key, set.keys(), "allowed keys"));
 }
 }  // namespace

@@ -192,6 +192,7 @@ json run_point(const Plan& plan, const Point& point, int point_threads) {
     } else if (exit_code != code(ExitCode::ok)) {
       status = exit_code == code(ExitCode::numerical_failure)                         ? "numerical_failure"
                : exit_code == code(ExitCode::disagree) && plan.command == "validate" ? "disagree"
+               : exit_code == code(ExitCode::undecided) && plan.command == "validate" ? "undecided"
                                                                                      : "failed";
       reason = fmt::format("exit code {}: {}", exit_code, last_line(out.summary));
     } else {

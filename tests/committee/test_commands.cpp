@@ -4,12 +4,15 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "../quiet_context.hpp"
 #include "hdat/committee/declaration.hpp"
 #include "hdat/committee/model.hpp"
 #include "hdat/committee/ode.hpp"
 #include "hdat/committee/simulator.hpp"
 #include "hdat/core/error.hpp"
+#include "hdat/core/exit_code.hpp"
 #include "hdat/core/registry.hpp"
 
 namespace hdat {
@@ -93,6 +96,60 @@ TEST_CASE("validate: drift and trajectories agree on the smoke configuration; ev
       CAPTURE(term);
       CHECK(no.exit_code == 1);
     }
+  }
+}
+
+TEST_CASE("validate's verdict: the small smoke agrees; 2 seeds are undecided and say how many would do") {
+  // The README's first validate: N = 250 and 500, 4 seeds, t <= 20 (defaults otherwise: the plateau).
+  const RunOutput small = run("validate", {{"dims", {250, 500}}, {"seeds", 4}, {"t_max", 20.0}});
+  CAPTURE(small.summary);
+  CHECK(small.exit_code == 0);
+  const nlohmann::json& v = small.info.at("validation");
+  CHECK(v.at("verdict") == "agree");
+  for (const char* key : {"criterion", "false_alarm", "detectable", "critical_value", "compared_entries", "tests", "entries_outside", "worst",
+                          "smallest_catchable", "reasons"})
+    CHECK_MESSAGE(v.contains(key), key);
+  CHECK(v.at("false_alarm") == 0.01);
+  CHECK(v.at("entries_outside") == 0);
+  CHECK(small.files.count("validate.json") == 1);
+  const Table& points = small.tables.at("validate.csv");
+  for (const char* c : {"allowed", "agree", "deviation", "simulation_se", "theory_se"}) CHECK_MESSAGE(points.has_column(c), c);
+  // Two seeds: one degree of freedom per point; the critical value over the compared points is in
+  // the thousands, so no deviation of 10% of the scale could be caught: undecided, never disagree.
+  const RunOutput two = run("validate", {{"dims", {250, 500}}, {"seeds", 2}, {"t_max", 20.0}});
+  CAPTURE(two.summary);
+  CHECK(two.exit_code == code(ExitCode::undecided));
+  const nlohmann::json& u = two.info.at("validation");
+  CHECK(u.at("verdict") == "undecided");
+  REQUIRE(u.contains("raise"));
+  CHECK(u.at("raise").at("key") == "seeds");
+  CHECK(u.at("raise").at("to").get<long>() > 2);
+  CHECK(two.summary.find("raise seeds to at least") != std::string::npos);
+}
+
+TEST_CASE("validate refuses before any work: an empty dims, one seed, and the retired tolerance key") {
+  const auto dir = std::filesystem::temp_directory_path() / "hdat_test_validate_refuses";
+  std::filesystem::remove_all(dir);
+  RunContext ctx = quiet_context();
+  ctx.out = dir;
+  auto refused_key = [&](const nlohmann::json& settings) {
+    try {
+      entry().commands.at("validate")(params(settings), ctx);
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("(accepted)");
+  };
+  CHECK(refused_key({{"dims", nlohmann::json::array()}}) == "dims");
+  CHECK(refused_key({{"dims", {250}}, {"seeds", 1}}) == "seeds");
+  CHECK_FALSE(std::filesystem::exists(dir));  // nothing written, no seed persisted
+  try {
+    params({{"tolerance", 4}});
+    FAIL("tolerance accepted");
+  } catch (const InputError& e) {
+    CHECK(e.key() == "tolerance");
+    CHECK(std::string(e.what()).find("false_alarm") != std::string::npos);
+    CHECK(std::string(e.what()).find("detectable") != std::string::npos);
   }
 }
 

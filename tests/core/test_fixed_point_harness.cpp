@@ -62,7 +62,7 @@ FixedPointModel toy_model(const ToyOptions& o) {
     s.simulate_size = 50;
     s.validate_sizes = {50, 100, 200};
     for (long k = 0; k < p.integer("seeds"); ++k) s.seeds.push_back(static_cast<std::uint64_t>(k));
-    s.criterion = {3.0, 0.0};
+    s.criterion = {0.01, 0.1, 0.0};  // false_alarm, detectable, rel_floor
     s.compared = {"m"};
     return s;
   };

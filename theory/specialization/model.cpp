@@ -10,6 +10,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/model.hpp"
 #include "hdat/core/random.hpp"
+#include "hdat/core/verdict.hpp"
 
 namespace hdat::specialization {
 
@@ -221,7 +222,14 @@ const ParamSet& parameters() {
         .int_list("dims", json::array({250, 500, 1000, 2000}), "validate, analyze: dimensions D of the finite-size study", Range::between(2, 1e7))
         .choice("mode", "trajectory", {"trajectory", "drift"},
                 "validate: compare whole trajectories, or the one-step drift of every order parameter term by term")
-        .real("tolerance", 4.0, "validate: allowed |theory - simulation| in units of the combined standard error", Range::positive())
+        .real("false_alarm", 0.01,
+              "validate: the probability that a right theory is called DISAGREE, over all compared points together "
+              "(Student-t critical values, Bonferroni; docs/validation.md)",
+              Range::open_between(0, 1))
+        .real("detectable", 0.1,
+              "validate: UNDECIDED (exit 5) unless a deviation of this fraction of the scale would be caught at every compared point",
+              Range::positive())
+        .retire("tolerance", criterion_keys_instead())
         .real("rel_tolerance", 0.05,
               "validate: deviations below this fraction of the quantity's scale always pass (finite-D bias allowance)",
               Range::nonnegative())

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/verdict.hpp"
 
 namespace hdat::tied {
 
@@ -87,7 +88,15 @@ const ParamSet& param_set() {
         .integer("erm_max_iter", 20000, "iterations of the finite-d training", Range::between(1, 10000000))
         .integer("test_samples", 20000, "fresh sequences for the simulated test error (T >= 2)", Range::between(100, 10000000))
         .when("T >= 2 (at T = 1 the test error is exact)", [](const Params& q) { return q.integer("T") >= 2; }, {"T"})
-        .real("z_crit", 3.0, "validate: allowed deviation in standard errors of the d -> infinity extrapolation", Range::positive())
+        .real("false_alarm", 0.01,
+              "validate: the probability that a right theory is called DISAGREE, over all compared points together "
+              "(Student-t critical values of the d -> infinity extrapolation, Bonferroni; docs/validation.md)",
+              Range::open_between(0, 1))
+        .real("detectable", 0.1,
+              "validate: UNDECIDED (exit 5) unless a deviation of this fraction of the observable's largest |theory| would be "
+              "caught at every compared point",
+              Range::positive())
+        .retire("z_crit", criterion_keys_instead())
         .real("rel_floor", 0.01, "validate: tolerance floor relative to the theory value (model error of the 1/d fit)",
               Range::nonnegative());
     return p;

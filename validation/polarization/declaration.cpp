@@ -27,7 +27,7 @@ DynamicsSettings settings_from(const Params& p) {
   d.seeds = 1;                  // deterministic: one run per step, no standard errors
   d.seed = c.seed;
   d.theory_replicas = 1;
-  d.tolerance = 0;
+  d.deterministic = true;
   d.rel_tolerance = d.abs_tolerance = c.tolerance;  // |Δ| <= tolerance (1 + scale(block))
   d.judge_every_size = false;                       // the O(η) gap is judged at the smallest step ...
   d.min_order = c.min_order;                        // ... and must shrink with η at every halving
@@ -124,7 +124,7 @@ void finish_validate(const Params& p, RunOutput& out) {
                              dynamics_model()->settings(p).drift_size) +
                  drift.summary;
   out.tables["convergence.csv"] = convergence_table(v);
-  if (!failures.empty() || !drift.agree) {
+  if (!failures.empty() || drift.verdict.kind != VerdictKind::agree) {
     v["verdict"] = "disagree";
     out.summary += "  verdict: DISAGREE (identities or drift check)\n";
   }

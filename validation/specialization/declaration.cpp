@@ -26,13 +26,14 @@ DynamicsSettings settings_from(const Params& p) {
   d.seeds = static_cast<int>(p.integer("seeds"));
   d.seed = s.seed;
   d.theory_replicas = static_cast<int>(p.integer("theory_replicas"));
-  d.tolerance = p.real("tolerance");
+  d.false_alarm = p.real("false_alarm");
+  d.detectable = p.real("detectable");
   d.rel_tolerance = p.real("rel_tolerance");
   d.t_compare = p.real("t_compare");
   const Eigen::VectorXd dt = p.vector("drift_times");
   d.drift_times.assign(dt.data(), dt.data() + dt.size());
   d.drift_samples = p.integer("drift_samples");
-  d.drift_size = d.validate_sizes.back();
+  d.drift_size = d.validate_sizes.empty() ? d.simulate_size : d.validate_sizes.back();  // empty dims: validate refuses
   return d;
 }
 

@@ -418,14 +418,14 @@ RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
   if (seeds.size() < 2) throw InputError("seeds", "validate needs at least 2 seeds (standard errors)");
   const auto dims = amp_dims(p);
   const int steps = trajectory_length(p);
-  const double zc = p.real("z_crit"), floor = p.real("rel_floor");
+  const InverseSizeCriterion criterion{p.real("false_alarm"), p.real("detectable"), p.real("rel_floor")};
   const AmpBatch b = run_batch(p, alphas, dims, seeds, ctx);
   const auto tr = trajectories(b, steps);
   add_batch_outputs(out, p, alphas, dims, b, tr, steps);
 
   // Per α, compared iteration and observable: the mean difference AMP − SE (per seed with
   // amp_prior=oracle) extrapolated to d → ∞ must vanish.
-  InverseSizeCheck check({"alpha", "iteration", "observable"}, dims, {zc, floor});
+  InverseSizeCheck check({"alpha", "iteration", "observable"}, dims, criterion);
   int failed_runs = 0;
   for (const auto& [key, g] : tr) failed_runs += g.failed;
   for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
@@ -450,11 +450,13 @@ RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
   out.info["verdict"]["failed_runs"] = failed_runs;
   out.info["dims"] = dims;
   out.info["seeds"] = seeds;
-  out.exit_code = code(check.agree() ? ExitCode::ok : ExitCode::disagree);
+  const Verdict verdict = check.result();
+  out.exit_code = code(verdict.exit_code());
   out.summary = fmt::format("tied-attention validate (AMP vs state evolution, T = {}, {} channel, prior {}): {} of {} "
                             "checks pass -> {}",
                             p.integer("T"), bayes_channel_name(bayes_channel_of(p)), p.text("amp_prior"),
-                            check.checks() - check.failures(), check.checks(), check.agree() ? "agree" : "DISAGREE");
+                            check.checks() - check.failures(), check.checks(), verdict_word(verdict));
+  for (const std::string& reason : verdict.reasons) out.summary += "\n  " + reason;
   return out;
 }
 

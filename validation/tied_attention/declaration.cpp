@@ -509,7 +509,7 @@ FixedPointSettings erm_settings(const Params& p) {
   s.simulate_size = static_cast<int>(p.integer("d"));
   s.validate_sizes = validate_dims(p);
   for (long seed : seed_list(p)) s.seeds.push_back(static_cast<std::uint64_t>(seed));
-  s.criterion = {p.real("z_crit"), p.real("rel_floor")};
+  s.criterion = {p.real("false_alarm"), p.real("detectable"), p.real("rel_floor")};
   if (p.integer("T") >= 2) s.compared.push_back("test_error");
   s.compared.push_back("mse");
   s.compared.push_back("train_loss");

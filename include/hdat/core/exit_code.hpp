@@ -9,6 +9,7 @@ enum class ExitCode : int {
   bad_input = 2,          ///< a parameter, file or command line is wrong: one message naming it, nothing written
   numerical_failure = 3,  ///< the numbers went wrong (non-finite, no convergence): what was computed before is kept
   internal_error = 4,     ///< anything else (an output that cannot be written, a bug): the message says what
+  undecided = 5,          ///< validate: the data cannot decide (too few seeds): the message says what to raise
   interrupted = 130,      ///< SIGINT / SIGTERM: finished work is kept; the same command resumes (128 + SIGINT)
 };
 

@@ -8,7 +8,9 @@
 //   validate  mode=trajectory: for each size, the ensemble; the theory started from that size's
 //             seed-averaged measured initial state (on `theory_replicas` independent sample sets, so
 //             that the theory's own sampling error enters); every block and observable compared at
-//             every observed time in the comparison window with the stated criterion; the gap (RMS
+//             every observed time in the comparison window with the stated criterion (verdict.hpp:
+//             Student-t critical values, Bonferroni over the compared points; the seed error of a
+//             deviation paired: the theory also run from each seed's own start); the gap (RMS
 //             deviation per block) fitted as gap ∝ size^p; escape times against log size.
 //             mode=drift: along a run, the mean of many one-step increments against the theory's
 //             drift at the measured state, term by term, with z-scores.
@@ -23,6 +25,7 @@
 #include "hdat/core/model.hpp"
 #include "hdat/core/registry.hpp"
 #include "hdat/core/table.hpp"
+#include "hdat/core/verdict.hpp"
 
 namespace hdat {
 
@@ -93,8 +96,11 @@ Eigen::VectorXd measured_initial_state(const Ensemble& ensemble, const StateLayo
 
 /// The trajectory comparison of validate (all sizes).
 struct TrajectoryValidation {
-  bool agree = false, complete = true;
-  Table points;   ///< size, t, quantity, theory, simulation, simulation_se, theory_se, deviation, allowed, agree
+  Verdict verdict;  ///< verdict.hpp: agree, disagree or undecided, with the reasons
+  bool complete = true;
+  /// size, t, quantity, theory, simulation, simulation_se, theory_se, deviation, deviation_se (the
+  /// criterion's SE: paired over seeds, with the theory's), dof, critical_value, allowed, agree
+  Table points;
   Table curves;   ///< size, t, then q_theory, q_sim, q_sim_se for every quantity
   Table escape;   ///< size, log_size, escape_time, escape_time_se, seeds_escaped, seeds
   nlohmann::json record;
@@ -104,7 +110,8 @@ TrajectoryValidation validate_trajectories(const DynamicsModel& model, const Par
 
 /// The drift check of validate.
 struct DriftValidation {
-  bool agree = false, complete = true;
+  Verdict verdict;
+  bool complete = true;
   Table rows;  ///< t, term, entry, theory, theory_se, simulation, simulation_se, z, agree
   nlohmann::json record;
   std::string summary;
@@ -151,14 +158,15 @@ void add_fixed_point_commands(ModelEntry& entry, std::shared_ptr<const FixedPoin
 // ---------------------------------------------------------------------------------------------------
 
 /// The keys every dynamics model shares, with the model's defaults: t_max, n_points, t_points,
-/// rtol, atol, stepper, seed, seeds, dims, theory_replicas, mode, tolerance, rel_tolerance,
-/// t_compare, drift_samples, drift_times. standard_settings() reads them.
+/// rtol, atol, stepper, seed, seeds, dims, theory_replicas, mode, false_alarm, detectable,
+/// rel_tolerance, t_compare, drift_samples, drift_times (and refuses the retired `tolerance`).
+/// standard_settings() reads them.
 struct StandardDefaults {
   double t_max = 100;
   int n_points = 60;
   int seeds = 8;
   std::vector<long> dims = {250, 500, 1000};
-  double tolerance = 4, rel_tolerance = 0.02;
+  double false_alarm = 0.01, detectable = 0.1, rel_tolerance = 0.02;
   long drift_samples = 4000;
   std::vector<double> drift_times = {0, 1};
   double rtol = 1e-8, atol = 1e-10;

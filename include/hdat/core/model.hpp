@@ -151,18 +151,23 @@ struct DynamicsSettings {
   int seeds = 8;                          ///< runs per size (replicas 0..seeds-1 of `seed`)
   std::uint64_t seed = 0;
   int theory_replicas = 1;                ///< independent theory sample sets in validate
-  /// The criterion: a point agrees when |theory − simulation| ≤ tolerance · SE + rel_tolerance ·
-  /// scale(block) + abs_tolerance, SE the combined standard error, scale the largest |value| of the
-  /// block in the window; judged at every size, or only at the finest.
-  double tolerance = 4, rel_tolerance = 0, abs_tolerance = 0;
+  /// The criterion (verdict.hpp): a point agrees when |theory − simulation| ≤ c · SE + rel_tolerance ·
+  /// scale(block) + abs_tolerance, SE the combined standard error, c the Student-t critical value at
+  /// family-wise false-alarm rate `false_alarm` over the compared points (Bonferroni), scale the
+  /// largest |value| of the block in the window; UNDECIDED where c · SE > detectable · scale; judged
+  /// at every size, or only at the finest.
+  double false_alarm = 0.01, detectable = 0.1, rel_tolerance = 0, abs_tolerance = 0;
   bool judge_every_size = true;
+  /// No sampling error (one run per size, e.g. gradient descent): points are compared without
+  /// standard errors, and validate takes one seed.
+  bool deterministic = false;
   /// When set, the fitted gap exponent must be at least this steep (convergence as the size shrinks).
   double min_order = std::numeric_limits<double>::quiet_NaN();
   double t_compare = -1;                  ///< end of the comparison window (< 0: the whole run / hook)
   // Drift check.
   std::vector<double> drift_times;        ///< times along a run at which the drift is checked
   long drift_samples = 4000;              ///< fresh increments averaged per check
-  /// Added to the drift check's allowance (tolerance · SE): the round-off of a deterministic
+  /// Added to the drift check's allowance (c · SE): the round-off of a deterministic
   /// system, whose increments have no sampling error.
   double drift_abs_tolerance = 0;
   double drift_size = 1000;               ///< size of the run the drift is checked on

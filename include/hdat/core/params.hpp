@@ -85,8 +85,14 @@ class ParamSet {
   const ParamSpec* find(const std::string& key) const;
   std::vector<std::string> keys() const;
 
+  /// A key that exists no more: setting it is an InputError saying what replaced it (`instead`).
+  ParamSet& retire(const std::string& key, std::string instead);
+  /// What replaced a retired key; null when `key` was never retired.
+  const std::string* retired(const std::string& key) const;
+
  private:
   std::vector<ParamSpec> specs_;
+  std::vector<std::pair<std::string, std::string>> retired_;
 };
 
 /// A resolved configuration: every declared key present (null for optional keys left unset),

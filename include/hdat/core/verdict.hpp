@@ -1,0 +1,125 @@
+#pragma once
+// The verdict of validate, and the one criterion behind it, for every model and mode (trajectories,
+// drift, the 1/d extrapolation of state-evolution models):
+//
+//   compared entry k: deviation δ_k = theory − measurement, standard error s_k = √(s_seeds² + s_other²).
+//   If the theory is right, δ_k / s_k is a Student t with ν_k degrees of freedom: seeds − 1 for a mean
+//   over seeds, Welch–Satterthwaite when a second estimated error (the theory's own sampling over
+//   replicas) is added. The entry is OUTSIDE when
+//       |δ_k| > c_k s_k + allowance_k,     c_k = t⁻¹_{ν_k}(1 − α / (2m)),
+//   m the number of compared entries with a standard error (Bonferroni): the probability that a right
+//   theory gives any entry outside is at most α = `false_alarm`, whatever m, the seed counts and the
+//   dependence between entries. The allowance (rel_tolerance · scale, …) covers a known bias (the
+//   O(1/√D) of finite size, round-off); it only makes a false alarm rarer.
+//   The verdict:
+//     disagree   some entry is outside: a deviation that a right theory gives with probability ≤ α;
+//     undecided  none is, but at some entry the smallest deviation the criterion catches, c_k s_k,
+//                exceeds `detectable` · scale_k: the data could not have seen a wrong theory there.
+//                It says which key to raise and to what (seeds N: s shrinks as 1/√N, ν = N − 1);
+//     agree      otherwise: no deviation, and any of `detectable` · scale would have been caught.
+#include <cstddef>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hdat/core/exit_code.hpp"
+
+namespace hdat {
+
+enum class VerdictKind { agree, disagree, undecided };
+
+/// A verdict and why (empty reasons: agree with nothing to add).
+struct Verdict {
+  VerdictKind kind = VerdictKind::agree;
+  std::vector<std::string> reasons;
+
+  static Verdict disagree(std::string reason) { return {VerdictKind::disagree, {std::move(reason)}}; }
+  static Verdict undecided(std::string reason) { return {VerdictKind::undecided, {std::move(reason)}}; }
+  /// "agree", "disagree", "undecided" (validate.json's `verdict`).
+  std::string name() const;
+  /// agree: ok (0); disagree: disagree (1); undecided: undecided (5).
+  ExitCode exit_code() const;
+  /// The stricter of the two (disagree over undecided over agree); the reasons of both.
+  Verdict& merge(const Verdict& other);
+};
+
+/// What a retired criterion key (`tolerance`, `z_crit`) says it was replaced by.
+std::string criterion_keys_instead();
+
+/// For a summary line: "agree", "DISAGREE" or "UNDECIDED".
+std::string verdict_word(const Verdict& v);
+
+/// The two-sided critical value of m tests at family-wise false-alarm rate α (Bonferroni):
+/// t⁻¹_ν(1 − α/(2m)), the normal quantile for ν = ∞. Boost.Math's students_t.
+double critical_value(double false_alarm, long tests, double dof);
+
+/// Welch–Satterthwaite degrees of freedom of s_a² + s_b² (an infinite ν: that error is exact).
+double welch_satterthwaite(double se_a, double dof_a, double se_b, double dof_b);
+
+/// One compared entry.
+struct ComparedEntry {
+  double deviation = 0;  ///< theory − measurement
+  double se_seeds = 0;   ///< standard error over `seeds` independent repetitions (shrinks as 1/√seeds)
+  long seeds = 0;
+  double dof_seeds = std::numeric_limits<double>::quiet_NaN();  ///< NaN: seeds − 1
+  double se_other = 0;   ///< an independent error that more seeds do not reduce (the theory's sampling)
+  double dof_other = std::numeric_limits<double>::infinity();
+  double allowance = 0;  ///< accepted on top of c · SE (a known bias)
+  double scale = 0;      ///< what `detectable` is relative to (the block's largest |value|)
+  nlohmann::json where = nlohmann::json::object();  ///< names the entry (size, t, quantity ...)
+
+  double se() const;
+  double dof() const;  ///< Welch–Satterthwaite of the two errors
+};
+
+struct FamilyCriterion {
+  double false_alarm = 0.01;  ///< α, family-wise
+  double detectable = 0.1;    ///< relative to an entry's scale
+  std::string seeds_key = "seeds";                 ///< the key that sets ComparedEntry::seeds
+  std::string other_key = "";                      ///< the key that reduces se_other ("" : none)
+  /// The criterion in words, `allowance` naming the allowance ("0.02 * scale(block)").
+  std::string text(const std::string& allowance) const;
+};
+
+/// How one entry fares against m tests.
+struct Judgement {
+  double se = 0, dof = 0, critical = 0;
+  double allowed = 0;    ///< c · SE + allowance
+  double catchable = 0;  ///< c · SE: the smallest deviation beyond the allowance that is caught
+  bool agree = true;     ///< |deviation| ≤ allowed
+  bool resolved = true;  ///< catchable ≤ detectable · scale
+};
+Judgement judge(const ComparedEntry& e, const FamilyCriterion& c, long tests);
+
+/// The fewest seeds at which c · SE ≤ detectable · scale for this entry (the seed error shrinking as
+/// 1/√seeds, its degrees of freedom growing in proportion, the other error fixed); -1 when no number
+/// of seeds suffices (the other error alone is too large), 0 when the entry is resolved already.
+long seeds_needed(const ComparedEntry& e, const FamilyCriterion& c, long tests);
+
+/// A family of compared entries, judged together once all are in (m = the entries with SE > 0).
+class FamilyTest {
+ public:
+  explicit FamilyTest(FamilyCriterion criterion) : criterion_(std::move(criterion)) {}
+  std::size_t add(ComparedEntry e);  ///< its index
+  long tests() const;
+  std::size_t size() const { return entries_.size(); }
+  const ComparedEntry& entry(std::size_t k) const { return entries_[k]; }
+  Judgement judge(std::size_t k) const { return hdat::judge(entries_[k], criterion_, tests()); }
+  const FamilyCriterion& criterion() const { return criterion_; }
+  /// disagree / undecided / agree over every entry (agree when there are none with a standard error
+  /// and none outside).
+  Verdict verdict() const;
+  /// What validate.json carries: false_alarm, detectable, compared_entries, critical_value (the
+  /// largest; and its range), entries_outside, worst (the entry with the largest |δ| / allowed),
+  /// smallest_catchable (the largest c · SE / scale, and where), raise (key and value) when undecided.
+  nlohmann::json record() const;
+
+ private:
+  struct Summary;
+  Summary summarise() const;
+  FamilyCriterion criterion_;
+  std::vector<ComparedEntry> entries_;
+};
+
+}  // namespace hdat

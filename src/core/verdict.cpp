@@ -1,0 +1,230 @@
+#include "hdat/core/verdict.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/math/distributions/normal.hpp>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
+
+#include "hdat/core/output.hpp"
+
+namespace hdat {
+
+std::string Verdict::name() const {
+  switch (kind) {
+    case VerdictKind::agree: return "agree";
+    case VerdictKind::disagree: return "disagree";
+    case VerdictKind::undecided: return "undecided";
+  }
+  return "disagree";
+}
+
+ExitCode Verdict::exit_code() const {
+  switch (kind) {
+    case VerdictKind::agree: return ExitCode::ok;
+    case VerdictKind::undecided: return ExitCode::undecided;
+    case VerdictKind::disagree: return ExitCode::disagree;
+  }
+  return ExitCode::disagree;
+}
+
+Verdict& Verdict::merge(const Verdict& other) {
+  const auto rank = [](VerdictKind k) { return k == VerdictKind::disagree ? 2 : k == VerdictKind::undecided ? 1 : 0; };
+  if (rank(other.kind) > rank(kind)) kind = other.kind;
+  reasons.insert(reasons.end(), other.reasons.begin(), other.reasons.end());
+  return *this;
+}
+
+std::string criterion_keys_instead() {
+  return "validate's criterion is now false_alarm (the family-wise false-alarm rate, default 0.01) and detectable (the "
+         "smallest deviation that must be caught, relative to the scale, default 0.1); docs/validation.md";
+}
+
+std::string verdict_word(const Verdict& v) {
+  return v.kind == VerdictKind::agree ? "agree" : v.kind == VerdictKind::disagree ? "DISAGREE" : "UNDECIDED";
+}
+
+double critical_value(double false_alarm, long tests, double dof) {
+  if (tests < 1) tests = 1;
+  const double tail = false_alarm / (2.0 * static_cast<double>(tests));  // two-sided, Bonferroni
+  if (!(dof > 0)) return std::numeric_limits<double>::infinity();      // no degree of freedom: nothing known
+  if (std::isinf(dof)) return boost::math::quantile(boost::math::complement(boost::math::normal(), tail));
+  return boost::math::quantile(boost::math::complement(boost::math::students_t(dof), tail));
+}
+
+double welch_satterthwaite(double se_a, double dof_a, double se_b, double dof_b) {
+  const double va = se_a * se_a, vb = se_b * se_b;
+  const double denominator = (std::isinf(dof_a) ? 0.0 : va * va / dof_a) + (std::isinf(dof_b) ? 0.0 : vb * vb / dof_b);
+  if (denominator == 0) return std::numeric_limits<double>::infinity();  // both exact (or zero)
+  return (va + vb) * (va + vb) / denominator;
+}
+
+double ComparedEntry::se() const { return std::hypot(se_seeds, se_other); }
+
+double ComparedEntry::dof() const {
+  const double own = std::isnan(dof_seeds) ? static_cast<double>(seeds - 1) : dof_seeds;
+  if (se_seeds == 0) return se_other == 0 ? std::numeric_limits<double>::infinity() : dof_other;
+  return welch_satterthwaite(se_seeds, own, se_other, dof_other);
+}
+
+std::string FamilyCriterion::text(const std::string& allowance) const {
+  return fmt::format(
+      "an entry is outside when |theory - simulation| > c * SE + {}; SE combines the standard error over {} (nu = {} - 1 "
+      "degrees of freedom) with the theory's own (Welch-Satterthwaite); c = t_nu^-1(1 - false_alarm / (2 m)) for the m "
+      "compared entries (Bonferroni): a right theory is called DISAGREE with probability <= {:g}; UNDECIDED where c * SE "
+      "exceeds {:g} * scale (the block's largest |value|)",
+      allowance, seeds_key, seeds_key, false_alarm, detectable);
+}
+
+Judgement judge(const ComparedEntry& e, const FamilyCriterion& c, long tests) {
+  Judgement j;
+  j.se = e.se();
+  j.dof = e.dof();
+  j.critical = critical_value(c.false_alarm, tests, j.dof);
+  j.catchable = j.se > 0 ? j.critical * j.se : 0.0;
+  j.allowed = j.catchable + e.allowance;
+  j.agree = std::fabs(e.deviation) <= j.allowed;
+  j.resolved = j.catchable <= c.detectable * e.scale;
+  return j;
+}
+
+long seeds_needed(const ComparedEntry& e, const FamilyCriterion& c, long tests) {
+  if (judge(e, c, tests).resolved) return 0;
+  const long n = std::max<long>(e.seeds, 1);
+  const double own = std::isnan(e.dof_seeds) ? static_cast<double>(n - 1) : e.dof_seeds;
+  const double dof_per_seed = n > 1 ? own / static_cast<double>(n - 1) : 1.0;
+  const auto resolved_with = [&](long seeds) {
+    ComparedEntry more = e;
+    more.seeds = seeds;
+    more.se_seeds = e.se_seeds * std::sqrt(static_cast<double>(n) / static_cast<double>(seeds));
+    more.dof_seeds = dof_per_seed * static_cast<double>(seeds - 1);
+    return judge(more, c, tests).resolved;
+  };
+  // Infinitely many seeds leave the other error, judged with its own degrees of freedom.
+  if (critical_value(c.false_alarm, tests, e.dof_other) * e.se_other > c.detectable * e.scale) return -1;
+  constexpr long kMost = 100000000;
+  long hi = std::max<long>(n, 2);
+  while (!resolved_with(hi)) {
+    if (hi > kMost) return -1;
+    hi *= 2;
+  }
+  long lo = std::max<long>(n, 2) == hi ? hi : hi / 2;  // lo fails unless it is hi
+  while (hi - lo > 1) {
+    const long mid = lo + (hi - lo) / 2;
+    (resolved_with(mid) ? hi : lo) = mid;
+  }
+  return resolved_with(lo) ? lo : hi;
+}
+
+std::size_t FamilyTest::add(ComparedEntry e) {
+  entries_.push_back(std::move(e));
+  return entries_.size() - 1;
+}
+
+long FamilyTest::tests() const {
+  long m = 0;
+  for (const ComparedEntry& e : entries_) m += e.se() > 0 ? 1 : 0;
+  return m;
+}
+
+struct FamilyTest::Summary {
+  long tests = 0, outside = 0, unresolved = 0;
+  double critical_min = INFINITY, critical_max = 0;
+  std::size_t worst = 0, least_resolved = 0;
+  double worst_ratio = 0, resolution = 0;  // largest |δ| / allowed; largest c·SE / scale
+  long seeds = 0;                          // the most seeds any entry needs (-1: seeds cannot)
+};
+
+FamilyTest::Summary FamilyTest::summarise() const {
+  Summary s;
+  s.tests = tests();
+  for (std::size_t k = 0; k < entries_.size(); ++k) {
+    const ComparedEntry& e = entries_[k];
+    const Judgement j = hdat::judge(e, criterion_, s.tests);
+    if (j.se > 0) s.critical_min = std::min(s.critical_min, j.critical), s.critical_max = std::max(s.critical_max, j.critical);
+    s.outside += j.agree ? 0 : 1;
+    const double ratio = j.allowed > 0 ? std::fabs(e.deviation) / j.allowed : (e.deviation == 0 ? 0.0 : INFINITY);
+    if (ratio > s.worst_ratio || k == 0) s.worst_ratio = ratio, s.worst = k;
+    const double resolution = j.catchable == 0 ? 0.0 : e.scale > 0 ? j.catchable / e.scale : INFINITY;
+    if (resolution > s.resolution || k == 0) s.resolution = resolution, s.least_resolved = k;
+    if (!j.resolved) {
+      ++s.unresolved;
+      const long need = seeds_needed(e, criterion_, s.tests);
+      if (s.seeds >= 0) s.seeds = need < 0 ? -1 : std::max(s.seeds, need);
+    }
+  }
+  return s;
+}
+
+namespace {
+std::string describe_entry(const nlohmann::json& where) {
+  std::string text;
+  for (const auto& [key, value] : where.items())
+    text += fmt::format("{}{} = {}", text.empty() ? "" : ", ", key, value.is_string() ? value.get<std::string>() : value.dump());
+  return text.empty() ? "an entry" : text;
+}
+}  // namespace
+
+Verdict FamilyTest::verdict() const {
+  const Summary s = summarise();
+  if (s.outside > 0) {
+    const ComparedEntry& w = entries_[s.worst];
+    const Judgement j = hdat::judge(w, criterion_, s.tests);
+    return Verdict::disagree(fmt::format("{} of {} entries outside (false alarm {:g} over {} tests); worst {}: deviation {:.3g}, allowed "
+                                         "{:.3g} ({:.2f}x)",
+                                         s.outside, entries_.size(), criterion_.false_alarm, s.tests, describe_entry(w.where),
+                                         w.deviation, j.allowed, s.worst_ratio));
+  }
+  if (s.unresolved > 0) {
+    const ComparedEntry& w = entries_[s.least_resolved];
+    std::string raise = s.seeds > 0 ? fmt::format("raise {} to at least {}", criterion_.seeds_key, s.seeds)
+                                    : fmt::format("more {} alone cannot: {}", criterion_.seeds_key,
+                                                  criterion_.other_key.empty() ? "the other error is too large"
+                                                                               : "raise " + criterion_.other_key);
+    return Verdict::undecided(fmt::format("too few {} to decide: at {} ({} of {} entries alike) the smallest deviation the criterion "
+                                          "catches is {:.3g} x the scale, more than detectable = {:g}; {}",
+                                          criterion_.seeds_key, describe_entry(w.where), s.unresolved, entries_.size(), s.resolution,
+                                          criterion_.detectable, raise));
+  }
+  return {};
+}
+
+nlohmann::json FamilyTest::record() const {
+  const Summary s = summarise();
+  nlohmann::json r = {{"false_alarm", criterion_.false_alarm},
+                      {"detectable", criterion_.detectable},
+                      {"compared_entries", static_cast<long>(entries_.size())},
+                      {"tests", s.tests},
+                      {"critical_value", s.tests > 0 ? number_or_null(s.critical_max) : nlohmann::json(nullptr)},
+                      {"critical_value_range", s.tests > 0 ? nlohmann::json{number_or_null(s.critical_min), number_or_null(s.critical_max)}
+                                                           : nlohmann::json(nullptr)},
+                      {"entries_outside", s.outside},
+                      {"entries_unresolved", s.unresolved}};
+  if (!entries_.empty()) {
+    const ComparedEntry& w = entries_[s.worst];
+    const Judgement j = hdat::judge(w, criterion_, s.tests);
+    nlohmann::json worst = w.where;
+    worst["deviation"] = w.deviation;
+    worst["se"] = j.se;
+    worst["dof"] = number_or_null(j.dof);
+    worst["allowed"] = j.allowed;
+    worst["deviation_over_allowed"] = number_or_null(s.worst_ratio);
+    r["worst"] = worst;
+    const ComparedEntry& l = entries_[s.least_resolved];
+    nlohmann::json least = l.where;
+    least["catchable"] = hdat::judge(l, criterion_, s.tests).catchable;
+    least["scale"] = l.scale;
+    least["catchable_over_scale"] = number_or_null(s.resolution);
+    r["smallest_catchable"] = least;
+  }
+  if (s.outside == 0 && s.unresolved > 0) {
+    if (s.seeds > 0)
+      r["raise"] = {{"key", criterion_.seeds_key}, {"to", s.seeds}};
+    else
+      r["raise"] = {{"key", criterion_.other_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(criterion_.other_key)}};
+  }
+  return r;
+}
+
+}  // namespace hdat
