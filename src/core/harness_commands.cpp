@@ -50,8 +50,11 @@ RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext
   const std::vector<double>& times = s.curve_times.empty() ? s.times : s.curve_times;
   IntegrateOptions options = s.integrate;
   if (model.events) options.events = model.events(p);
-  Progress progress("curve", times.back() - times.front(), !ctx.quiet, "t");
-  options.progress = [&](double t) { progress.reach(t - times.front()); };
+  // The work is the integration variable reached (t, or log(1 + t / scale) in log time): the steps
+  // are about even in it, so the remaining time is honest.
+  auto work = [&options](double t) { return options.log_time ? std::log1p(t / options.time_scale) : t; };
+  Progress progress("curve", work(times.back()) - work(times.front()), !ctx.quiet, options.log_time ? "log(1 + t)" : "t");
+  options.progress = [&](double t) { progress.reach(work(t) - work(times.front()), options.log_time ? fmt::format("t = {:.4g}", t) : ""); };
   const TheoryRun run = theory->run(start_state.x0, times, options);
   progress.finish();
 

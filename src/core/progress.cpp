@@ -39,7 +39,16 @@ Progress::Progress(std::string label, double total, bool enabled, std::string un
 
 Progress::~Progress() { finish(); }
 
-double Progress::rate_weight(double dt) { return 1.0 - std::exp(-dt / kRateSeconds); }
+void SmoothedRate::add(double seconds, double done) {
+  const double dt = seconds - seconds_;
+  if (!(dt > 0)) return;
+  const double recent = (done - done_) / dt;
+  // The first interval's rate as it is; later ones blended in with the weight of their duration.
+  rate_ = seconds_ == 0 ? recent : rate_ + (1.0 - std::exp(-dt / kRateSeconds)) * (recent - rate_);
+  seconds_ = seconds, done_ = done;
+}
+
+double SmoothedRate::remaining(double total) const { return rate_ > 0 ? std::max(0.0, total - done_) / rate_ : NAN; }
 
 void Progress::advance(double by, const std::string& note) {
   done_.fetch_add(by);
@@ -55,12 +64,8 @@ void Progress::update(const std::string& note) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!note.empty()) note_ = note;
   const auto now = std::chrono::steady_clock::now();
-  const double dt = std::chrono::duration<double>(now - last_).count();
-  if (dt < kEverySeconds) return;
-  // The rate over the last interval, blended into the smoothed one (the first: the mean so far).
-  const double recent = (done_ - done_at_last_) / dt;
-  rate_ = rate_ > 0 ? rate_ + rate_weight(dt) * (recent - rate_) : done_ / std::chrono::duration<double>(now - start_).count();
-  done_at_last_ = done_;
+  if (std::chrono::duration<double>(now - last_).count() < kEverySeconds) return;
+  rate_.add(std::chrono::duration<double>(now - start_).count(), done_);
   last_ = now;
   print(false);
 }
@@ -84,7 +89,8 @@ std::string Progress::line(double elapsed) const {
   if (!unit_.empty()) text += fmt::format(" ({} = {} of {})", unit_, amount_text(d), amount_text(total_));
   else text += fmt::format(" ({} of {})", amount_text(d), amount_text(total_));
   text += fmt::format(", {}", duration_text(elapsed));
-  if (rate_ > 0 && d < total_) text += fmt::format(", {:.3g} {}/s, ~{} left", rate_, unit_.empty() ? "items" : unit_, duration_text((total_ - d) / rate_));
+  const double left = rate_.remaining(total_);
+  if (std::isfinite(left) && d < total_) text += fmt::format(", {:.3g} {}/s, ~{} left", rate_.rate(), unit_.empty() ? "items" : unit_, duration_text(left));
   if (!note_.empty()) text += "  " + note_;
   return text;
 }

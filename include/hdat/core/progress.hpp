@@ -19,6 +19,21 @@ void install_interrupt_handler();
 void request_interrupt();  // for tests, and front ends that catch the signal themselves (Python)
 void clear_interrupt();    // after an interrupted call, so that the next one runs (Python)
 
+/// The rate of a job's progress, smoothed over the last seconds (exponentially, time constant 3 s),
+/// so that the remaining time follows a change of pace (a run leaving its plateau, a later and
+/// costlier stage) instead of averaging over the whole past.
+class SmoothedRate {
+ public:
+  /// The work done `seconds` after the start.
+  void add(double seconds, double done);
+  double rate() const { return rate_; }  ///< work per second; 0 before the first interval
+  /// Seconds left for the work up to `total` at the smoothed rate; NaN while no rate is known.
+  double remaining(double total) const;
+
+ private:
+  double rate_ = 0, seconds_ = 0, done_ = 0;
+};
+
 /// A live progress line on a terminal: work done of the total, elapsed time, rate and remaining
 /// time. The work is counted in units whose cost is about even (items, or time reached weighted by
 /// the steps it takes), so that the remaining time, the work left over a rate smoothed over the last
@@ -35,10 +50,8 @@ class Progress {
   void finish();
   double done() const { return done_; }
 
-  /// The line as printed after `elapsed` seconds (for tests), with the current smoothed rate.
+  /// The line as printed after `elapsed` seconds.
   std::string line(double elapsed) const;
-  /// The smoothing of the rate: the weight of a rate measured over dt seconds (time constant 3 s).
-  static double rate_weight(double dt);
 
  private:
   void update(const std::string& note);
@@ -50,7 +63,7 @@ class Progress {
   std::string note_;
   std::mutex mutex_;
   std::chrono::steady_clock::time_point start_, last_;
-  double rate_ = 0, done_at_last_ = 0;  // smoothed rate (units per second), work at the last update
+  SmoothedRate rate_;
 };
 
 }  // namespace hdat
