@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <exception>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -63,7 +64,7 @@ struct PythonSystem {
 
 py::dict integrate_py(const py::object& f, const Array& x0, const Array& times, const std::vector<std::tuple<std::string, int, int>>& blocks,
                       const std::string& method, double rtol, double atol, double initial_step, double max_step, long max_steps,
-                      bool log_time, double time_scale, double divergence, const py::object& monitor) {
+                      bool log_time, double time_scale, double divergence, const py::list& events) {
   if (x0.ndim() != 1) throw py::value_error("x0 must be one-dimensional");
   if (times.ndim() != 1 || times.size() < 1) throw py::value_error("t must be a one-dimensional array of at least one time");
   const Eigen::Index n = x0.size();
@@ -88,19 +89,26 @@ py::dict integrate_py(const py::object& f, const Array& x0, const Array& times, 
   if (!blocks.empty()) o.component_name = [&layout](int k) { return layout.component_name(k); };
 
   PythonFailure failure;
-  if (!monitor.is_none()) {
-    o.step_monitor = [&monitor, &failure, n](double tt, const Eigen::VectorXd& xs) {
+  // Events (g, name, terminal, direction), located by the engine between steps (TOMS 748 on the
+  // stepper's own solution). A g that raises ends the run at the next step; its exception is raised again.
+  for (const auto& item : events) {
+    const auto spec = item.cast<py::tuple>();
+    const py::object g = spec[0];
+    auto value = [g, &failure, n](double tt, const Eigen::VectorXd& xs) {
+      if (failure.error) return std::numeric_limits<double>::quiet_NaN();
       py::gil_scoped_acquire gil;
       try {
         Array xa(n);
         std::copy(xs.data(), xs.data() + n, xa.mutable_data());
-        return monitor(tt, xa).cast<bool>();
+        return g(tt, xa).cast<double>();
       } catch (py::error_already_set&) {
         failure.keep(std::current_exception());
-        return false;
+        return std::numeric_limits<double>::quiet_NaN();
       }
     };
+    o.events.push_back({spec[1].cast<std::string>(), value, spec[2].cast<bool>(), spec[3].cast<int>()});
   }
+  if (!o.events.empty()) o.step_monitor = [&failure](double, const Eigen::VectorXd&) { return !failure.error; };
 
   std::vector<double> seen;
   std::vector<double> states;
@@ -129,6 +137,13 @@ py::dict integrate_py(const py::object& f, const Array& x0, const Array& times, 
   out["t"] = ts;
   out["x"] = xs;
   out["summary"] = summary;
+  py::list located;
+  for (const LocatedEvent& e : summary.events) {
+    py::array_t<double> xe(static_cast<py::ssize_t>(e.x.size()));
+    std::copy(e.x.data(), e.x.data() + e.x.size(), xe.mutable_data());
+    located.append(py::make_tuple(e.name, e.t, xe, e.direction));
+  }
+  out["events"] = located;
   out["interrupted"] = interrupted_by_user;
   return out;
 }
@@ -165,7 +180,7 @@ void bind_integrate(py::module_& m) {
   m.def("methods", &stepper_names, "the steppers of hdat::integrate");
   m.def("integrate", &integrate_py, py::arg("f"), py::arg("x0"), py::arg("t"), py::arg("blocks"), py::arg("method"), py::arg("rtol"),
         py::arg("atol"), py::arg("initial_step"), py::arg("max_step"), py::arg("max_steps"), py::arg("log_time"), py::arg("time_scale"),
-        py::arg("divergence"), py::arg("monitor"), "hdat::integrate of a Python f(t, x) -> dx/dt at the times t (t[0] is the start)");
+        py::arg("divergence"), py::arg("events"), "hdat::integrate of a Python f(t, x) -> dx/dt at the times t (t[0] is the start)");
 }
 
 }  // namespace hdat::python

@@ -74,8 +74,10 @@ class Solution:
     x        the states, one row per time (shape (len(t), n))
     summary  hdat.Summary: status, message, method, tolerances, rhs_calls, accepted_steps,
              rejected_steps, wall_seconds ... (the C++ IntegrateSummary)
-    events   the events that fired: dicts with event (index), name, t (end of the step where the
-             sign change was seen), t_crossing (linear estimate between the two steps), x
+    events   the events that fired, in time order: dicts with event (index), name, t (where g crosses
+             zero, located between steps by the engine: root finding on the stepper's own solution,
+             to near machine precision whatever the grid t), t_crossing (the same time), direction
+             (+1 upwards, -1 downwards) and x (the state there)
     sol["Q"] with blocks: the block Q at every time (shape (len(t), rows, cols)); sol.blocks: all
     """
 
@@ -121,9 +123,9 @@ def integrate(f, x0, t, *, method="dopri5", rtol=1e-8, atol=1e-10, log_time=Fals
               finite-difference Jacobian)
     rtol, atol   the error controller's tolerances
     log_time  integrate in tau = log(1 + t / time_scale): flows that span many decades of t
-    events    g(t, x) -> float, or a list of them: an event fires when g changes sign between two
-              accepted steps (g.direction = +1 / -1 for one direction only, like SciPy); it stops the
-              run unless g.terminal is False
+    events    g(t, x) -> float, or a list of them: an event fires where g changes sign (located between
+              the accepted steps; g.direction = +1 / -1 for one direction only, like SciPy); it stops
+              the run there unless g.terminal is False
     blocks    {"Q": (K, K), "R": (K, M), "v": (K,)}: named state blocks (hdat::StateLayout)
     initial_step, max_step (0: automatic / unlimited), max_steps, divergence (|x_k| above it stops the run)
     check     True (default): a run that did not reach t[-1] for a numerical reason (non-finite or
@@ -176,27 +178,13 @@ def integrate(f, x0, t, *, method="dopri5", rtol=1e-8, atol=1e-10, log_time=Fals
     for i, g in enumerate(gs):
         if not callable(g):
             raise _bad("events", f"event {i} is not callable as g(t, x) -> float")
-    fired = []
-    monitor = None
-    if gs:
-        last = {"t": float(times[0]), "values": [float(g(float(times[0]), state(flat0.copy()))) for g in gs]}
-
-        def monitor(tt, x):
-            values = [float(g(tt, state(x))) for g in gs]
-            stop = False
-            for i, (g, before, now) in enumerate(zip(gs, last["values"], values)):
-                direction = getattr(g, "direction", 0)
-                up, down = before < 0 <= now, before > 0 >= now
-                if (up and direction >= 0) or (down and direction <= 0):
-                    crossing = tt if now == before else last["t"] + (tt - last["t"]) * before / (before - now)
-                    fired.append({"event": i, "name": getattr(g, "__name__", f"event {i}"), "t": tt, "t_crossing": crossing,
-                                  "x": state(x.copy())})
-                    stop = stop or getattr(g, "terminal", True)
-            last["t"], last["values"] = tt, values
-            return not stop
+    # The engine locates the crossings; each event travels by its index.
+    specs = [(g, str(i), bool(getattr(g, "terminal", True)), int(getattr(g, "direction", 0))) for i, g in enumerate(gs)]
 
     raw = _core.integrate(rhs, flat0, times, layout.cxx() if layout is not None else [], method, float(rtol), float(atol),
-                          float(initial_step), float(max_step), int(max_steps), bool(log_time), float(time_scale), float(divergence), monitor)
+                          float(initial_step), float(max_step), int(max_steps), bool(log_time), float(time_scale), float(divergence), specs)
+    fired = [{"event": int(i), "name": getattr(gs[int(i)], "__name__", f"event {i}"), "t": t_e, "t_crossing": t_e, "direction": d,
+              "x": state(x_e)} for i, t_e, x_e, d in raw["events"]]
     solution = Solution(raw["t"], raw["x"], raw["summary"], layout, fired)
     if raw["interrupted"]:
         raise Interrupted("hdat.integrate: interrupted; the part computed is in .result", solution)

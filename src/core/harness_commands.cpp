@@ -91,12 +91,20 @@ DynamicsSettings checked_settings(const DynamicsModel& model, const Params& p) {
 }
 
 RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext& ctx) {
-  (void)ctx;
   const DynamicsSettings s = checked_settings(model, p);
   const auto start = std::chrono::steady_clock::now();
   const auto theory = model.theory(p, 0);
-  const Eigen::VectorXd x0 = model.initial_state(p, *theory);
-  const TheoryRun run = theory_observed(*theory, x0, s.t_start, s.curve_times.empty() ? s.times : s.curve_times, s.integrate);
+  const CurveStart start_state = curve_start(model, p, *theory, s);
+  const std::vector<double>& times = s.curve_times.empty() ? s.times : s.curve_times;
+  IntegrateOptions options = s.integrate;
+  if (model.events) options.events = model.events(p);
+  // The work is the integration variable reached (t, or log(1 + t / scale) in log time): the steps
+  // are about even in it, so the remaining time is honest.
+  auto work = [&options](double t) { return options.log_time ? std::log1p(t / options.time_scale) : t; };
+  Progress progress("curve", work(times.back()) - work(s.t_start), !ctx.quiet, options.log_time ? "log(1 + t)" : "t");
+  options.progress = [&](double t) { progress.reach(work(t) - work(s.t_start), options.log_time ? fmt::format("t = {:.4g}", t) : ""); };
+  const TheoryRun run = theory_observed(*theory, start_state.x0, s.t_start, times, options);
+  progress.finish();
 
   RunOutput out;
   out.tables["curve.csv"] = run.table;
@@ -105,10 +113,12 @@ RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext
   out.info["initial"] = blocks_json(theory->layout(), run.initial);
   out.info["final"] = blocks_json(theory->layout(), run.final);
   for (const auto& [key, value] : run.info.items()) out.info[key] = value;
+  out.info["start"] = start_state.description;
   const std::size_t n = run.table.rows();
   // The last time reported (the solver's own t_reached may lie past it, inside its last step).
   const double t_last = n ? run.table.number(n - 1, "t") : s.t_start;
-  out.summary = fmt::format("theory{} from t = {:g} to t = {:g}\n", describe(model, p), s.t_start, t_last);
+  out.summary = fmt::format("theory{} from t = {:g} to t = {:g}\n  start from         {}\n", describe(model, p), s.t_start, t_last,
+                            start_state.description);
   if (n) {
     const Observables last = theory->observe(run.final, t_last);
     for (std::size_t k = 0; k < last.size(); ++k) {
@@ -119,10 +129,7 @@ RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext
                                        : fmt::format("  final {:<12} {:.6g}\n", name, last.at(k).value);
     }
   }
-  if (model.escape_time) {
-    const double t_escape = model.escape_time(p, run.table);
-    out.info["escape_time"] = number_or_null(t_escape);
-  }
+  report_theory_events(model, p, *theory, run, out);
   out.summary += "  solver             " + run.solver.brief() + "\n";
   out.info["theory_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   finish(model, p, "curve", out);
@@ -152,7 +159,10 @@ RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunCont
                             {"seed", s.seed},
                             {"wall_seconds", ens.seconds},
                             {"persisted_seeds", ctx.out.empty() ? "" : (ctx.out / "seeds").string()}};
-  if (model.escape_time) out.info["simulation"]["escape_times"] = escapes;
+  if (!model.escape_event.empty()) {
+    out.info["simulation"]["escape_times"] = escapes;
+    out.info["simulation"]["escape_times_located"] = "linear in the event function between the two observations that bracket its crossing";
+  }
   if (!ens.records.empty() && !ens.records.front().empty()) out.info["simulation"]["runs"] = ens.records;
   out.summary = fmt::format("simulation{}: {} = {:g}, {} of {} seeds, t up to {:g}, {:.2f} s\n", describe(model, p), s.size_name,
                             s.simulate_size, ens.finished, ens.requested, s.times.back(), ens.seconds);
@@ -231,6 +241,9 @@ ParamSet& declare_standard_keys(ParamSet& set, const StandardDefaults& d) {
       .real("atol", d.atol, "absolute tolerance of the adaptive integrator", Range::positive())
       .choice("stepper", "dopri5", stepper_names(), "Odeint stepper")
       .integer("seed", 0, "seed of every random stream", Range::at_least(0))
+      .choice("start", "mean", {"mean", "replica"},
+              "curve: start from the seeds' mean of the finite runs' initial overlaps (what simulate's mean starts from), or from "
+              "replica 0's (one draw)")
       .integer("seeds", d.seeds, "independent simulation runs (replicas 0..seeds-1 of the seed)", Range::between(1, 100000))
       .int_list("dims", nlohmann::json(d.dims), "validate: sizes " + d.size_key + " of the finite-size study", Range::between(2, d.max_size))
       .choice("mode", "trajectory", {"trajectory", "drift"},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/math/tools/roots.hpp>
 #include <boost/numeric/odeint.hpp>
 #include <chrono>
 #include <cmath>
@@ -80,6 +81,12 @@ struct FdJacobian {
   }
 };
 
+nlohmann::json events_json(const std::vector<LocatedEvent>& events) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : events) out.push_back(e.to_json());
+  return out;
+}
+
 std::string name_of(const IntegrateOptions& o, int k) {
   return o.component_name ? o.component_name(k) : fmt::format("component {}", k);
 }
@@ -123,7 +130,21 @@ nlohmann::json IntegrateSummary::to_json() const {
           {"t_start", t_start},           {"t_requested", t_requested},   {"t_reached", t_reached},
           {"rhs_calls", rhs_calls},       {"accepted_steps", accepted_steps}, {"rejected_steps", rejected_steps},
           {"jacobian_calls", jacobian_calls}, {"observations", observations}, {"smallest_step", smallest_step},
-          {"largest_step", largest_step}, {"wall_seconds", wall_seconds}, {"rhs_seconds", rhs_seconds}};
+          {"largest_step", largest_step}, {"wall_seconds", wall_seconds}, {"rhs_seconds", rhs_seconds},
+          {"events", events_json(events)}};
+}
+
+bool EventFunction::crosses(double g0, double g1) const {
+  const bool up = g0 < 0 && g1 >= 0, down = g0 > 0 && g1 <= 0;
+  return direction > 0 ? up : (direction < 0 ? down : up || down);
+}
+
+nlohmann::json LocatedEvent::to_json() const { return {{"name", name}, {"t", t}, {"direction", direction}}; }
+
+const LocatedEvent* IntegrateSummary::first_event(const std::string& name) const {
+  for (const auto& e : events)
+    if (e.name == name) return &e;
+  return nullptr;
 }
 
 std::string stepper_name(Stepper s) {
@@ -169,8 +190,10 @@ class StepAttempt {
   /// Try a step dt from (x, dxdt) at s. On success: xnew, dxnew, s += dt; dt is the controller's
   /// next suggestion either way.
   virtual bool try_step(const State& x, const State& dxdt, double& s, State& xnew, State& dxnew, double& dt) = 0;
-  /// The dense output at so inside the last step [s_old, s_new].
-  virtual void interpolate(double, const State&, const State&, double, const State&, const State&, double, State&) {}
+  /// The state at so inside the last step [s_old, s_new]: a dense stepper's interpolant; the others
+  /// take one step of their own method from s_old to so (as accurate as the step they took).
+  virtual void interpolate(double so, const State& x, const State& dxdt, double s_old, const State& xnew, const State& dxnew,
+                           double s_new, State& out) = 0;
 };
 
 class Dopri5Attempt : public StepAttempt {
@@ -201,6 +224,9 @@ class ExplicitAttempt : public StepAttempt {
     sys_(xnew, dxnew, s);  // the next step starts from f(xnew)
     return true;
   }
+  void interpolate(double so, const State& x, const State& dxdt, double s_old, const State&, const State&, double, State& out) override {
+    stepper_.stepper().do_step(sys_, x, dxdt, s_old, out, so - s_old);
+  }
 
  private:
   const CountedSystem& sys_;
@@ -224,6 +250,14 @@ class Rosenbrock4Attempt : public StepAttempt {
     if (stepper_.try_step(std::make_pair(f, jac), ux, s, uxnew, dt) != odeint::success) return false;
     std::copy(uxnew.begin(), uxnew.end(), xnew.begin());
     return true;
+  }
+  void interpolate(double so, const State& x, const State&, double s_old, const State&, const State&, double, State& out) override {
+    UState ux(x.size()), uout(x.size());
+    std::copy(x.begin(), x.end(), ux.begin());
+    auto f = [this](const UState& a, UState& b, double t) { sys_(a, b, t); };
+    auto jac = [this](const UState& a, UMatrix& J, double t, UState& dfdt) { jacobian_(a, J, t, dfdt); };
+    stepper_.stepper().do_step(std::make_pair(f, jac), ux, s_old, uout, so - s_old);
+    std::copy(uout.begin(), uout.end(), out.begin());
   }
 
  private:
@@ -275,7 +309,9 @@ class Run {
       const IntegrateOptions& opt, IntegrateSummary& sum)
       : times_(times), observe_(observe), opt_(opt), sum_(sum), sys_{&f, &opt, &sum.rhs_calls, &sum.rhs_seconds, {}, {}},
         n_(static_cast<std::size_t>(x0.size())), x0_(x0), t0_(t0), xobs_(x0.size()), s_end_(times.empty() ? 0 : s_of(times.back())),
-        s_(s_of(t0)), x_(x0.data(), x0.data() + n_), dxdt_(n_), xnew_(n_), dxnew_(n_), xinterp_(n_) {}
+        s_(s_of(t0)), x_(x0.data(), x0.data() + n_), dxdt_(n_), xnew_(n_), dxnew_(n_), xinterp_(n_), xevent_(x0.size()) {
+    for (const EventFunction& e : opt_.events) g_last_.push_back(e.g(t0, x0));
+  }
 
   /// Observes the requested times equal to t0 and checks x0. False: nothing is left to integrate.
   bool observe_start() {
@@ -359,11 +395,71 @@ class Run {
     sum_.largest_step = std::max(sum_.largest_step, h);
     if (hit) s_ = s_target;
     const bool fine = check_state(xnew_, s_);
+    // A terminal event ends the step (and the run) where it was located.
+    double s_end = s_;
+    const bool terminal = fine && locate_events(attempt, s_old, s_, s_end);
     // An event still observes the times the step passed.
-    const bool go_on = (fine || sum_.status == IntegrateStatus::stopped_by_event) && observe_through(attempt, s_old, s_);
+    const bool go_on = (fine || sum_.status == IntegrateStatus::stopped_by_event) && observe_through(attempt, s_old, s_end);
     x_.swap(xnew_), dxdt_.swap(dxnew_);
-    sum_.t_reached = t_of(s_);
-    return fine && go_on;
+    sum_.t_reached = t_of(s_end);
+    if (terminal && go_on)
+      stop(sum_, IntegrateStatus::stopped_by_event, fmt::format("terminal event {} at t={:.10g}", sum_.events.back().name, sum_.t_reached));
+    if (opt_.progress) opt_.progress(sum_.t_reached);
+    return fine && go_on && !terminal;
+  }
+
+  // The events whose g changed sign over the accepted step [s_old, s_new] (x_ -> xnew_), located by
+  // TOMS 748 on the step's interpolant and recorded in time order. True when a terminal one ends
+  // the run; s_stop is then its location.
+  bool locate_events(StepAttempt& attempt, double s_old, double s_new, double& s_stop) {
+    if (opt_.events.empty()) return false;
+    std::vector<std::pair<double, std::size_t>> found;  // (s, event)
+    std::vector<double> g_new(opt_.events.size());
+    std::vector<int> direction(opt_.events.size(), 0);
+    for (std::size_t k = 0; k < opt_.events.size(); ++k) {
+      const EventFunction& e = opt_.events[k];
+      g_new[k] = e.g(t_of(s_new), as_vector(xnew_));
+      if (std::isfinite(g_last_[k]) && std::isfinite(g_new[k]) && e.crosses(g_last_[k], g_new[k])) {
+        found.emplace_back(root_of(attempt, e, s_old, s_new, g_last_[k], g_new[k]), k);
+        direction[k] = g_new[k] > g_last_[k] ? +1 : -1;
+      }
+    }
+    std::sort(found.begin(), found.end());
+    g_last_ = std::move(g_new);
+    for (const auto& [s, k] : found) {
+      const EventFunction& e = opt_.events[k];
+      interpolate_at(attempt, s, s_old, s_new);
+      sum_.events.push_back({e.name, t_of(s), as_vector(xinterp_), direction[k]});
+      if (e.terminal) {
+        s_stop = s;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The zero of g along the step's interpolant, bracketed by g0 at s_old and g1 at s_new.
+  double root_of(StepAttempt& attempt, const EventFunction& e, double s_old, double s_new, double g0, double g1) {
+    if (g1 == 0) return s_new;
+    auto g = [&](double s) {
+      interpolate_at(attempt, s, s_old, s_new);
+      return e.g(t_of(s), as_vector(xinterp_));
+    };
+    boost::uintmax_t iterations = 200;
+    const auto bracket = boost::math::tools::toms748_solve(g, s_old, s_new, g0, g1, boost::math::tools::eps_tolerance<double>(50), iterations);
+    return 0.5 * (bracket.first + bracket.second);
+  }
+
+  // The state at s inside the step into xinterp_ (StepAttempt::interpolate).
+  void interpolate_at(StepAttempt& attempt, double s, double s_old, double s_new) {
+    if (s == s_old) xinterp_ = x_;
+    else if (s == s_new) xinterp_ = xnew_;
+    else attempt.interpolate(s, x_, dxdt_, s_old, xnew_, dxnew_, s_new, xinterp_);
+  }
+
+  const Eigen::VectorXd& as_vector(const State& x) {
+    std::copy(x.begin(), x.end(), xevent_.data());
+    return xevent_;
   }
 
   // Observation of every requested time in (s_old, s_new]: interpolated by a dense stepper, else the
@@ -427,6 +523,8 @@ class Run {
   const double s_end_;
   double s_;
   State x_, dxdt_, xnew_, dxnew_, xinterp_;
+  Eigen::VectorXd xevent_;     // a State seen as a vector by an event function
+  std::vector<double> g_last_;  // each event's g at the last accepted state
 };
 
 }  // namespace
@@ -462,6 +560,16 @@ std::vector<double> log_spaced(double t_min, double t_max, int n, bool with_zero
   auto tidy = [](double v) { return std::stod(fmt::format("{:.12g}", v)); };
   for (int i = 0; i < n; ++i) out.push_back(i == n - 1 ? t_max : tidy(std::exp(a + (b - a) * i / (n - 1))));
   return out;
+}
+
+double first_sampled_crossing(const EventFunction& event, const std::vector<double>& t, const std::vector<Eigen::VectorXd>& x) {
+  double g0 = NAN;
+  for (std::size_t k = 0; k < t.size(); ++k) {
+    const double g1 = event.g(t[k], x[k]);
+    if (k > 0 && std::isfinite(g0) && std::isfinite(g1) && event.crosses(g0, g1)) return t[k - 1] + (t[k] - t[k - 1]) * g0 / (g0 - g1);
+    g0 = g1;
+  }
+  return NAN;
 }
 
 std::vector<double> lin_spaced(double t_min, double t_max, int n) {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
 #include <filesystem>
 
 #include "../quiet_context.hpp"
@@ -47,7 +49,7 @@ RunOutput run(const std::string& command, const nlohmann::json& settings) {
 }  // namespace
 
 TEST_CASE("curve: the spec's columns, from the first simulation replica's initial overlaps, through the plateau escape") {
-  const RunOutput out = run("curve", {{"t_max", 1000.0}});
+  const RunOutput out = run("curve", {{"t_max", 1000.0}, {"start", "replica"}});
   REQUIRE(out.exit_code == 0);
   const Table& curve = out.tables.at("curve.csv");
   for (const char* c : {"t", "eg", "Q_0_0", "Q_0_1", "Q_1_1", "R_0_0", "R_0_1", "R_1_0", "R_1_1"}) CHECK(curve.has_column(c));
@@ -65,6 +67,99 @@ TEST_CASE("curve: the spec's columns, from the first simulation replica's initia
                       curve.number(curve.rows() - 1, "eg")));
   CHECK(escape.get<double>() > 20);
   CHECK(curve.number(curve.rows() - 1, "eg") < 1e-3);
+}
+
+namespace {
+
+// The escape's event function written out again, independently of the declaration's: the widest
+// spread over students i of r_in = R_in / sqrt(Q_ii T_nn) over teachers n, minus the threshold.
+double spread_minus_threshold(const StateLayout& l, const Eigen::VectorXd& x, double threshold) {
+  const auto Q = l.view(x, "Q"), R = l.view(x, "R"), T = l.view(x, "T");
+  double widest = 0;
+  for (int i = 0; i < R.rows(); ++i) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int n = 0; n < R.cols(); ++n) {
+      const double r = R(i, n) / std::sqrt(Q(i, i) * T(n, n));
+      lo = std::min(lo, r), hi = std::max(hi, r);
+    }
+    widest = std::max(widest, hi - lo);
+  }
+  return widest - threshold;
+}
+
+// One classical Runge-Kutta step of size h (fixed step: nothing of hdat::integrate).
+Eigen::VectorXd rk4_step(const CommitteeODE& ode, const Eigen::VectorXd& x, double t, double h) {
+  Eigen::VectorXd k1(x.size()), k2(x.size()), k3(x.size()), k4(x.size());
+  ode(x, k1, t);
+  ode(x + 0.5 * h * k1, k2, t + 0.5 * h);
+  ode(x + 0.5 * h * k2, k3, t + 0.5 * h);
+  ode(x + h * k3, k4, t + h);
+  return x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4);
+}
+
+// The escape by fixed-step RK4 (h = 0.005) to the first step past zero, then bisection on the size
+// of one RK4 step from the step before it.
+double escape_by_bisection(const CommitteeODE& ode, Eigen::VectorXd x, double threshold) {
+  const double h = 0.005;
+  double t = 0;
+  for (; t < 5000; t += h) {
+    const Eigen::VectorXd next = rk4_step(ode, x, t, h);
+    if (spread_minus_threshold(ode.layout(), next, threshold) > 0) break;
+    x = next;
+  }
+  double lo = 0, hi = h;
+  for (int k = 0; k < 60; ++k) {
+    const double mid = 0.5 * (lo + hi);
+    (spread_minus_threshold(ode.layout(), rk4_step(ode, x, t, mid), threshold) > 0 ? hi : lo) = mid;
+  }
+  return t + 0.5 * (lo + hi);
+}
+
+}  // namespace
+
+TEST_CASE("the escape time is located between steps: the same on every observation grid, where the event function crosses zero") {
+  const Setup s = setup_from(params(nlohmann::json::object()));
+  const CommitteeODE ode(s);
+  const double independent = escape_by_bisection(ode, OnlineSGD(s, s.N, s.seed, 0, 0).state(), 0.3);
+  std::vector<double> located, on_grid;
+  for (int n : {30, 120, 1000}) {
+    const RunOutput out = run("curve", {{"t_max", 1000.0}, {"n_points", n}, {"start", "replica"}, {"rtol", 1e-10}, {"atol", 1e-12}});
+    REQUIRE(out.exit_code == 0);
+    REQUIRE(out.info.at("events").at("escape_time").is_number());
+    located.push_back(out.info["events"]["escape_time"].get<double>());
+    // The old rule: the first observed time past the threshold.
+    const Table& curve = out.tables.at("curve.csv");
+    double first = NAN;
+    for (std::size_t r = 0; r < curve.rows() && std::isnan(first); ++r) {
+      std::vector<double> values;
+      for (const auto& c : ode.layout().columns()) values.push_back(curve.number(r, c));
+      if (spread_minus_threshold(ode.layout(), ode.layout().from_values(values), 0.3) > 0) first = curve.number(r, "t");
+    }
+    on_grid.push_back(first);
+  }
+  MESSAGE(fmt::format("escape located {:.10g} / {:.10g} / {:.10g} (n_points 30 / 120 / 1000), RK4 + bisection {:.10g}; first observation past "
+                      "the threshold {:.6g} / {:.6g} / {:.6g}",
+                      located[0], located[1], located[2], independent, on_grid[0], on_grid[1], on_grid[2]));
+  for (double t : located) {
+    CHECK(std::fabs(t - located[1]) <= 1e-6 * located[1]);
+    CHECK(std::fabs(t - independent) <= 1e-6 * independent);
+  }
+  // The grid rule misses the crossing by up to an observation interval: far outside 1e-6.
+  CHECK(std::fabs(on_grid[0] - independent) > 1e-2 * independent);
+}
+
+TEST_CASE("curve starts from the seeds' mean of the replicas' initial overlaps, or from replica 0's with start=replica") {
+  const Setup s = setup_from(params(nlohmann::json::object()));
+  Eigen::VectorXd mean = Eigen::VectorXd::Zero(s.layout().size());
+  for (std::uint64_t k = 0; k < 8; ++k) mean += OnlineSGD(s, 500, 0, k, 0).state() / 8.0;
+  const CommitteeODE ode(s);
+  const RunOutput by_mean = run("curve", {{"t_max", 1.0}, {"n_points", 3}});
+  CHECK(by_mean.tables.at("curve.csv").number(0, "eg") == doctest::Approx(ode.generalisation_error(mean)).epsilon(1e-12));
+  CHECK(by_mean.info.at("start").get<std::string>().find("mean") != std::string::npos);
+  const RunOutput one = run("curve", {{"t_max", 1.0}, {"n_points", 3}, {"start", "replica"}});
+  CHECK(one.tables.at("curve.csv").number(0, "eg") ==
+        doctest::Approx(ode.generalisation_error(OnlineSGD(s, 500, 0, 0, 0).state())).epsilon(1e-12));
+  CHECK(by_mean.summary.find("start from") != std::string::npos);
 }
 
 TEST_CASE("simulate: seed means with standard errors, eg and eg_test") {

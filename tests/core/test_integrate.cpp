@@ -119,3 +119,78 @@ TEST_CASE("layout: named views and output columns") {
   CHECK(vals[7] == 3.0);
   CHECK(layout.component_name(layout.block("M").offset + 5) == "M_1_2");
 }
+
+TEST_CASE("events are located between steps, independent of the observation grid") {
+  // x = (sin t, cos t): x_0 falls through 0 at t = π and rises through it at t = 2π.
+  OdeSystem f = [](const ConstVecRef& x, VecRef d, double) { d(0) = x(1), d(1) = -x(0); };
+  Eigen::VectorXd x0(2);
+  x0 << 0.0, 1.0;
+  EventFunction zero{"x0_zero", [](double, const Eigen::VectorXd& x) { return x(0); }};
+  EventFunction rising = zero;
+  rising.name = "x0_rises", rising.direction = +1;
+  for (std::string stepper : {"dopri5", "rkf78", "cash_karp54", "rosenbrock4"}) {
+    for (int points : {2, 7, 300}) {
+      CAPTURE(stepper);
+      CAPTURE(points);
+      IntegrateOptions opt;
+      opt.stepper = stepper_from_name(stepper);
+      opt.rtol = 1e-10;
+      opt.atol = 1e-12;
+      opt.events = {zero, rising};
+      auto sum = integrate(f, x0, 0.0, lin_spaced(0.0, 7.0, points), [](double, const Eigen::VectorXd&) { return true; }, opt);
+      REQUIRE(sum.ok());
+      REQUIRE(sum.events.size() == 3);  // zero at π (down) and 2π (up); rising only at 2π
+      CHECK(sum.events[0].name == "x0_zero");
+      CHECK(sum.events[0].direction == -1);
+      // dopri5 interpolates with its own dense output, the others step to the trial time: the
+      // location is as accurate as the solution (the observations' bounds in the test above).
+      const double tol = stepper == "rosenbrock4" ? 1e-6 : 1e-8;
+      CHECK(std::fabs(sum.events[0].t - M_PI) < tol);
+      CHECK(std::fabs(sum.events[1].t - 2 * M_PI) < tol);
+      CHECK(std::fabs(sum.events[2].t - 2 * M_PI) < tol);
+      CHECK(sum.events[1].direction == +1);
+      CHECK(std::fabs(sum.events[0].x(1) + 1.0) < 100 * tol);  // the state there: cos π
+      CHECK(sum.first_event("x0_rises") != nullptr);
+      CHECK(std::fabs(sum.first_event("x0_rises")->t - 2 * M_PI) < tol);
+    }
+  }
+}
+
+TEST_CASE("a terminal event ends the run where it is located; observations beyond it are not made") {
+  OdeSystem f = [](const ConstVecRef&, VecRef d, double) { d(0) = 1.0; };  // x = t
+  Eigen::VectorXd x0(1);
+  x0 << 0.0;
+  IntegrateOptions opt;
+  opt.rtol = 1e-12;
+  opt.atol = 1e-14;
+  opt.events = {{"x_reaches", [](double, const Eigen::VectorXd& x) { return x(0) - 1.2345; }, true, 0}};
+  std::vector<double> seen;
+  std::vector<double> times = {0.0, 0.5, 1.0, 1.5, 2.0};
+  for (bool log_time : {false, true}) {
+    seen.clear();
+    opt.log_time = log_time;
+    auto sum = integrate(f, x0, 0.0, times, [&](double t, const Eigen::VectorXd&) {
+      seen.push_back(t);
+      return true;
+    }, opt);
+    CHECK(sum.status == IntegrateStatus::stopped_by_event);
+    REQUIRE(sum.events.size() == 1);
+    // Exact in t (x = t is the stepper's polynomial); in log time to the integration tolerance.
+    const double tol = log_time ? 1e-10 : 1e-13;
+    CHECK(std::fabs(sum.events[0].t - 1.2345) < tol);
+    CHECK(std::fabs(sum.t_reached - 1.2345) < tol);
+    CHECK(seen == std::vector<double>{0.0, 0.5, 1.0});
+  }
+}
+
+TEST_CASE("sampled crossings: linear in g between the two samples that bracket the crossing") {
+  EventFunction e{"up", [](double, const Eigen::VectorXd& x) { return x(0) - 1.0; }, false, +1};
+  std::vector<double> t = {0, 1, 2, 3};
+  std::vector<Eigen::VectorXd> x;
+  for (double v : {0.0, 0.5, 2.0, 0.0}) x.push_back(Eigen::VectorXd::Constant(1, v));
+  CHECK(first_sampled_crossing(e, t, x) == doctest::Approx(1.0 + 0.5 / 1.5));
+  e.direction = -1;  // the way back down: between t = 2 and 3
+  CHECK(first_sampled_crossing(e, t, x) == doctest::Approx(2.5));
+  x = {Eigen::VectorXd::Constant(1, 0.0), Eigen::VectorXd::Constant(1, 0.5)};
+  CHECK(std::isnan(first_sampled_crossing(e, {0, 1}, x)));
+}

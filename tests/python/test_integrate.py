@@ -261,3 +261,18 @@ def test_matches_scipy_solve_ivp():
     ref = scipy_integrate.solve_ivp(vdp, (0, 10), [2.0, 0.0], t_eval=t, method="DOP853", rtol=1e-12, atol=1e-14)
     assert ref.success
     np.testing.assert_allclose(ours.x, ref.y.T, rtol=1e-7, atol=1e-9)
+
+
+def test_events_are_located_between_steps_whatever_the_grid():
+    # x = exp(-t): x - 1/2 crosses zero at t = ln 2; the state is curved, so a linear estimate between
+    # steps would be off by about the square of the step.
+    def half(t, x):
+        return x[0] - 0.5
+
+    half.terminal = False
+    for grid in ([0, 5], np.linspace(0, 5, 501)):
+        sol = hdat.integrate(lambda t, x: -x, [1.0], grid, events=half, rtol=1e-12, atol=1e-14)
+        assert sol.status == "completed" and len(sol.events) == 1
+        e = sol.events[0]
+        assert e["t"] == pytest.approx(math.log(2), abs=1e-10) and e["direction"] == -1
+        assert e["x"][0] == pytest.approx(0.5, abs=1e-10)

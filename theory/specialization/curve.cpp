@@ -18,32 +18,41 @@ nlohmann::json Events::to_json() const {
   return {{"plateau_end", num(plateau_end)},
           {"plateau_risk", num(plateau_risk)},
           {"head_specialization_time", heads},
-          {"criterion", "head h specialises when |M_h - mean_h' M_h'| > split_threshold; the plateau ends at the first one"}};
+          {"criterion", "head h specialises when |M_h - mean_h' M_h'| passes split_threshold; the plateau ends at the first one"}};
+}
+
+std::vector<EventFunction> specialization_events(int H, int F, double threshold) {
+  StateLayout m;
+  m.add("M", H, F);  // M leads every state of the model (Setup::layout)
+  // Head h's distance from the mean head: its specialisation.
+  auto distance = [m](const Eigen::VectorXd& x, int h) {
+    const auto M = m.view(x, "M");
+    return (M.row(h) - M.colwise().mean()).norm();
+  };
+  std::vector<EventFunction> events;
+  events.push_back({"plateau_end", [distance, H, threshold](double, const Eigen::VectorXd& x) {
+                      double widest = 0;
+                      for (int h = 0; h < H; ++h) widest = std::max(widest, distance(x, h));
+                      return widest - threshold;
+                    }, false, +1});
+  for (int h = 0; h < H; ++h)
+    events.push_back({fmt::format("head_{}_specialises", h), [distance, h, threshold](double, const Eigen::VectorXd& x) {
+                        return distance(x, h) - threshold;
+                      }, false, +1});
+  return events;
 }
 
 Events detect_events(const Table& curve, int H, int F, double threshold) {
+  StateLayout m;
+  m.add("M", H, F);
   Events ev;
-  ev.head_split_time.assign(static_cast<std::size_t>(H), std::numeric_limits<double>::quiet_NaN());
-  const std::vector<double> t = curve.numbers("t"), risk = curve.numbers("risk");
-  std::vector<double> prev_dist(static_cast<std::size_t>(H), 0.0);
-  for (std::size_t r = 0; r < curve.rows(); ++r) {
-    Eigen::MatrixXd M(H, F);
-    for (int h = 0; h < H; ++h)
-      for (int f = 0; f < F; ++f) M(h, f) = curve.number(r, fmt::format("M_{}_{}", h, f));
-    const Eigen::RowVectorXd mean = M.colwise().mean();
-    for (int h = 0; h < H; ++h) {
-      const double d = (M.row(h) - mean).norm();
-      auto& ts = ev.head_split_time[static_cast<std::size_t>(h)];
-      if (std::isnan(ts) && d > threshold) {
-        const double d0 = prev_dist[static_cast<std::size_t>(h)];
-        ts = (r == 0 || d <= d0) ? t[r] : t[r - 1] + (t[r] - t[r - 1]) * (threshold - d0) / (d - d0);
-      }
-      prev_dist[static_cast<std::size_t>(h)] = d;
-    }
+  for (const EventFunction& e : specialization_events(H, F, threshold)) {
+    const double t = sampled_event_time(e, curve, m);
+    if (e.name == "plateau_end") ev.plateau_end = t;
+    else ev.head_split_time.push_back(t);
   }
-  for (double ts : ev.head_split_time)
-    if (std::isfinite(ts) && !(ts >= ev.plateau_end)) ev.plateau_end = ts;
   if (std::isfinite(ev.plateau_end)) {
+    const std::vector<double> t = curve.numbers("t"), risk = curve.numbers("risk");
     for (std::size_t r = 1; r < curve.rows(); ++r)
       if (t[r] >= ev.plateau_end) {
         const double u = (ev.plateau_end - t[r - 1]) / (t[r] - t[r - 1]);
@@ -51,6 +60,19 @@ Events detect_events(const Table& curve, int H, int F, double threshold) {
         break;
       }
     if (std::isnan(ev.plateau_risk)) ev.plateau_risk = risk.front();
+  }
+  return ev;
+}
+
+Events located_events(const IntegrateSummary& solver, const OrderParameterFlow& flow) {
+  Events ev;
+  if (const LocatedEvent* e = solver.first_event("plateau_end")) {
+    ev.plateau_end = e->t;
+    ev.plateau_risk = flow.observe(e->x, e->t)["risk"].value;
+  }
+  for (int h = 0; h < flow.setup().H; ++h) {
+    const LocatedEvent* e = solver.first_event(fmt::format("head_{}_specialises", h));
+    ev.head_split_time.push_back(e ? e->t : std::numeric_limits<double>::quiet_NaN());
   }
   return ev;
 }
@@ -160,7 +182,15 @@ void add_curve_results(const Params& p, RunOutput& out) {
   const Table& curve = out.tables.at("curve.csv");
   const auto [bayes, bayes_se] = bayes_risk(s, std::max<long>(p.integer("mc_samples"), 20000), sampling_from_name(p.text("sampling")),
                                             s.seed, 0);
-  const Events ev = detect_events(curve, s.H, s.F, p.real("split_threshold"));
+  // The core located the declared events (specialization_events) on the integrator's dense output.
+  Events ev;
+  const nlohmann::json& located = out.info["events"];
+  ev.plateau_end = located.value("plateau_end", nlohmann::json(nullptr)).is_number() ? located["plateau_end"].get<double>() : NAN;
+  ev.plateau_risk = std::isfinite(ev.plateau_end) ? out.info["event_states"]["plateau_end"]["risk"].get<double>() : NAN;
+  for (int h = 0; h < s.H; ++h) {
+    const auto& t = located.value(fmt::format("head_{}_specialises", h), nlohmann::json(nullptr));
+    ev.head_split_time.push_back(t.is_number() ? t.get<double>() : NAN);
+  }
   out.info["theory"] = {{"samples", flow.samples().size()},
                         {"sampling", sampling_name(flow.samples().kind())},
                         {"head_permutations", flow.permutations()},
@@ -168,18 +198,11 @@ void add_curve_results(const Params& p, RunOutput& out) {
                         {"worst_psd_violation", worst_psd_violation(curve, s)}};
   out.info["bayes_risk"] = bayes;
   out.info["bayes_risk_se"] = bayes_se;
-  out.info["events"] = ev.to_json();
+  out.info["events"].update(ev.to_json());
   out.info["seeds"] = {{"seed", s.seed}, {"streams", "initial asymmetry: (seed, 0, 6); theory samples: (seed, 0, 11); Bayes risk: (seed, 0, 12)"}};
   const std::size_t n = curve.rows();
   const double final_risk = n ? curve.number(n - 1, "risk") : NAN;
   out.summary += fmt::format("  Bayes risk         {:.5f} ± {:.5f} (excess of the final risk {:.5f})\n", bayes, bayes_se, final_risk - bayes);
-  if (std::isfinite(ev.plateau_end))
-    out.summary += fmt::format("  plateau ends       t = {:.3g} (risk {:.5f})\n", ev.plateau_end, ev.plateau_risk);
-  else
-    out.summary += "  plateau ends       not within the run (heads did not specialise)\n";
-  for (std::size_t h = 0; h < ev.head_split_time.size(); ++h)
-    out.summary += fmt::format("  head {} specialises {}\n", h,
-                               std::isfinite(ev.head_split_time[h]) ? fmt::format("at t = {:.3g}", ev.head_split_time[h]) : "never");
 
   const bool solved = out.info["solver"]["status"] == "completed" || out.info["solver"]["status"] == "stopped_by_event";
   if (p.boolean("prune") && solved && n) {

@@ -183,6 +183,10 @@ const ParamSet& parameters() {
               Range::between(0, 1))
         .when("M0 and R0 are not given (they fix the initial overlaps)", [](const Params& q) { return !q.has("M0"); }, {"M0"})
         .integer("seed", 0, "seed of every random stream (initial asymmetry, theory samples, simulation)", Range::at_least(0))
+        .choice("start", "mean", {"mean", "replica", "draw"},
+                "curve: start from the seeds' mean of the simulation's initial overlaps (what simulate's mean starts from), from "
+                "replica 0's, or from the theory's own draw at dimension D scaled by `asymmetry`")
+        .when("M0 and R0 are not given (they fix the initial overlaps)", [](const Params& q) { return !q.has("M0"); }, {"M0"})
         // Time grid.
         .real("t_max", 100.0, "final time t = steps / D (with t_points: at or past the last time; left out, the last time)",
               Range::positive())

@@ -41,15 +41,21 @@ std::string describe(const Params& p) {
   return d;
 }
 
-void finish(const Params& p, const std::string& command, RunOutput& out) {
+// A plateau to escape from exists only with exchangeable students (equal v0: the manifold of
+// identical students is then invariant, derivation.md §7) and at least two teachers; otherwise the
+// students specialise as part of the deterministic flow and validate compares the whole run.
+bool has_plateau(const Setup& s) { return s.K >= 2 && s.M >= 2 && !(s.v0.array() != s.v0(0)).any(); }
+
+std::vector<EventFunction> events(const Params& p) {
   const Setup s = setup_from(p);
+  if (!has_plateau(s)) return {};
+  return {escape_event(s, p.real("split_threshold"))};
+}
+
+void finish(const Params& p, const std::string& command, RunOutput& out) {
   if (command == "curve" && out.tables.count("curve.csv")) {
     const Table& curve = out.tables.at("curve.csv");
-    const double escape = escape_time(curve, s.K, s.M, p.real("split_threshold"));
-    auto& events = out.info["events"];
-    events["escape_time"] = std::isnan(escape) ? nlohmann::json(nullptr) : nlohmann::json(escape);
-    events["eg_final"] = curve.empty() ? nlohmann::json(nullptr) : nlohmann::json(curve.number(curve.rows() - 1, "eg"));  // empty: interrupted at once
-    events["start"] = p.has("Q0") ? "given overlaps Q0, R0, T0" : fmt::format("overlaps of a random initialisation at N = {} (seed {}, replica 0)", s.N, s.seed);
+    if (!curve.empty()) out.info["events"]["eg_final"] = curve.number(curve.rows() - 1, "eg");  // empty: interrupted at once
   }
   if (command == "simulate") {
     out.info["simulation"]["streams"] =
@@ -75,20 +81,19 @@ const ParamSet& parameters() {
   return set;
 }
 
-double escape_time(const Table& run, int K, int M, double threshold) {
-  if (M < 2) return std::numeric_limits<double>::quiet_NaN();
-  for (std::size_t row = 0; row < run.rows(); ++row)
-    for (int i = 0; i < K; ++i) {
-      const double qii = run.number(row, fmt::format("Q_{}_{}", i, i));
-      double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-      for (int n = 0; n < M; ++n) {
-        const double r = run.number(row, fmt::format("R_{}_{}", i, n)) / std::sqrt(qii * run.number(row, fmt::format("T_{}_{}", n, n)));
-        lo = std::min(lo, r);
-        hi = std::max(hi, r);
-      }
-      if (hi - lo > threshold) return run.number(row, "t");
+EventFunction escape_event(const Setup& s, double threshold) {
+  const StateLayout layout = s.layout();
+  auto g = [layout, threshold](double, const Eigen::VectorXd& x) {
+    const auto Q = layout.view(x, "Q"), R = layout.view(x, "R"), T = layout.view(x, "T");
+    const Eigen::ArrayXd teacher_norm = T.diagonal().array().sqrt();
+    double widest = -std::numeric_limits<double>::infinity();
+    for (Eigen::Index i = 0; i < R.rows(); ++i) {
+      const Eigen::ArrayXd r = R.row(i).transpose().array() / (std::sqrt(Q(i, i)) * teacher_norm);
+      widest = std::max(widest, r.maxCoeff() - r.minCoeff());
     }
-  return std::numeric_limits<double>::quiet_NaN();
+    return widest - threshold;
+  };
+  return {"escape_time", g, false, +1};
 }
 
 std::shared_ptr<const DynamicsModel> dynamics_model() {
@@ -98,12 +103,18 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
     m->theory = [](const Params& p, int /*replica*/) -> std::unique_ptr<OdeTheory> {
       return std::make_unique<CommitteeODE>(setup_from(p));
     };
-    // Q0/R0/T0 when given, else the overlaps of the first simulation replica's initialisation at N.
+    // Q0/R0/T0 when given, else the overlaps of replica 0's initialisation at N; `curve` starts by
+    // default from the seeds' mean of the replicas' initial overlaps (replica_initial_state).
     m->initial_state = [](const Params& p, const OdeTheory&) {
       const Setup s = setup_from(p);
       if (p.has("Q0")) return given_initial_state(p, s);
       return OnlineSGD(s, s.N, s.seed, 0, 0).state();
     };
+    m->replica_initial_state = [](const Params& p, std::uint64_t replica) {
+      const Setup s = setup_from(p);
+      return OnlineSGD(s, s.N, s.seed, replica, 0).state();
+    };
+    m->start_keys = {"Q0", "R0", "T0"};
     m->system = [](const Params& p, double size, std::uint64_t replica) -> std::unique_ptr<FiniteSystem> {
       const Setup s = setup_from(p);
       const int N = static_cast<int>(size);
@@ -114,14 +125,8 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
       const Setup s = setup_from(p);
       return standard_settings(p, standard_defaults(), s.layout());
     };
-    // A plateau to escape from exists only with exchangeable students (equal v0: the manifold of
-    // identical students is then invariant, derivation.md §7); otherwise the students specialise as
-    // part of the deterministic flow and validate compares the whole run.
-    m->escape_time = [](const Params& p, const Table& run) {
-      const Setup s = setup_from(p);
-      if (s.K < 2 || (s.v0.array() != s.v0(0)).any()) return std::numeric_limits<double>::quiet_NaN();
-      return escape_time(run, s.K, s.M, p.real("split_threshold"));
-    };
+    m->events = events;
+    m->escape_event = "escape_time";
     m->theory_only_keys = {"Q0", "R0", "T0", "split_threshold", "break_term"};
     m->describe = describe;
     m->finish = finish;

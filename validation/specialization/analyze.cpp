@@ -200,8 +200,10 @@ EscapeScan scan_escape_times(const Params& p, const OrderParameterFlow& flow, co
     Setup sd = setup_from(pd);
     Eigen::MatrixXd M0, R0;
     initial_overlaps(pd, sd, M0, R0);
-    const Trajectory tr = integrate_flow(flow, M0, R0, times, integrate_options(p, flow.layout()));
-    e.theory.push_back(detect_events(tr.table, s.H, s.F, threshold).plateau_end);
+    IntegrateOptions located = integrate_options(p, flow.layout());
+    located.events = specialization_events(s.H, s.F, threshold);
+    const Trajectory tr = integrate_flow(flow, M0, R0, times, located);
+    e.theory.push_back(located_events(tr.solver, flow).plateau_end);
     e.log_D.push_back(std::log(static_cast<double>(D)));
     double m = NAN, se = NAN;
     int escaped = 0;
@@ -309,8 +311,10 @@ nlohmann::json later_stages(const Params& p, const OrderParameterFlow& flow, con
   Eigen::MatrixXd M0, R0;
   initial_overlaps(pd, setup_from(pd), M0, R0);
   const std::vector<double> fine = lin_spaced(0.0, observation_times(p).back(), 400);
-  const Trajectory tr = integrate_flow(flow, M0, R0, fine, integrate_options(p, flow.layout()));
-  const double t_split = detect_events(tr.table, s.H, s.F, threshold).plateau_end;
+  IntegrateOptions located = integrate_options(p, flow.layout());
+  located.events = specialization_events(s.H, s.F, threshold);
+  const Trajectory tr = integrate_flow(flow, M0, R0, fine, located);
+  const double t_split = located_events(tr.solver, flow).plateau_end;
   std::vector<double> speed;
   const StateLayout layout = flow.layout();
   auto row_state = [&](std::size_t r, Eigen::MatrixXd& M, Eigen::MatrixXd& R, Eigen::VectorXd& b) {

@@ -84,9 +84,17 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
       return std::make_unique<ReducedOnlineSGD>(s, s.D, s.seed, replica, test);
     };
     m->settings = settings_from;
-    m->escape_time = [](const Params& p, const Table& run) {
-      return detect_events(run, static_cast<int>(p.integer("H")), static_cast<int>(p.integer("F")), p.real("split_threshold")).plateau_end;
+    // `curve` starts by default from the seeds' mean of these (start=mean), the overlaps of the
+    // finite run's initial weights: the same for both engines (the reduced chain starts from OnlineSGD's Gram matrix).
+    m->replica_initial_state = [](const Params& p, std::uint64_t replica) {
+      const Setup s = setup_from(p);
+      return OnlineSGD(s, s.D, s.seed, replica, TestOptions{}).state();
     };
+    m->start_keys = {"M0", "R0"};
+    m->events = [](const Params& p) {
+      return specialization_events(static_cast<int>(p.integer("H")), static_cast<int>(p.integer("F")), p.real("split_threshold"));
+    };
+    m->escape_event = "plateau_end";
     m->theory_only_keys = {"mc_samples", "sampling", "t_relax", "compare", "stages", "prune", "split_threshold", "M0", "R0", "asymmetry"};
     m->describe = describe;
     m->finish = finish_command;

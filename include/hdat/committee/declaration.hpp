@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "hdat/core/model.hpp"
+#include "hdat/committee/model.hpp"
 #include "hdat/core/params.hpp"
 #include "hdat/core/table.hpp"
 
@@ -17,9 +18,10 @@ const ParamSet& parameters();
 /// The declaration (one object, shared by every command).
 std::shared_ptr<const DynamicsModel> dynamics_model();
 
-/// The time a run (or the theory) leaves the plateau: the first observed time at which some
-/// student's normalised overlaps with the teachers, r_in = R_in / √(Q_ii T_nn), spread by more than
-/// `threshold` (max_n r_in − min_n r_in). NaN when it never does (or M = 1).
-double escape_time(const Table& run, int K, int M, double threshold);
+/// The plateau escape as an event (named "escape_time"): g = max_i (max_n r_in − min_n r_in) −
+/// threshold with r_in = R_in / √(Q_ii T_nn), the spread of some student's normalised overlaps with
+/// the teachers passing `threshold` upwards. The theory locates it between steps, a simulation
+/// between its observations (hdat::sampled_event_time).
+EventFunction escape_event(const Setup& s, double threshold);
 
 }  // namespace hdat::committee

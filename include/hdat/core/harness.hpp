@@ -72,7 +72,7 @@ struct Ensemble {
   double size = 0;
   Table mean;                        ///< t, then every column c of a run and c_se (seed mean, its standard error)
   std::vector<Table> runs;           ///< one per finished seed (run_columns of the system's observables)
-  std::vector<double> escape_times;  ///< per finished seed (NaN: no escape), when the model declares escape_time
+  std::vector<double> escape_times;  ///< per finished seed (NaN: no escape), when the model declares an escape_event
   std::vector<nlohmann::json> records;  ///< per finished seed: FiniteSystem::record() (persisted with the seed)
   /// per finished seed: the state at the run's start (t_start), recorded before the first step and
   /// persisted with the seed, whether or not the observation times include t_start
@@ -93,6 +93,27 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
 
 /// Seed-averaged state at t_start (the theory's start in validate): the mean of initial_states.
 Eigen::VectorXd measured_initial_state(const Ensemble& ensemble, const StateLayout& layout);
+
+/// Events (model.hpp `events`). A finite run's first crossing of `event` in its observed states
+/// (a table with the layout's columns): linear in g between the two observations that bracket it,
+/// since a simulation has no interpolant between them. NaN: none.
+double sampled_event_time(const EventFunction& event, const Table& run, const StateLayout& layout);
+/// The time a finite run leaves its plateau: sampled_event_time of the model's escape_event; NaN
+/// when it never does or the model declares none.
+double sampled_escape_time(const DynamicsModel& model, const Params& p, const Table& run, const StateLayout& layout);
+/// The theory's located events into a command's output: run.json `events` {name: time of the first
+/// crossing, or null}, `event_states` {name: {t, direction, the observables there}}, and a summary line
+/// per event.
+void report_theory_events(const DynamicsModel& model, const Params& p, const OdeTheory& theory, const TheoryRun& run, RunOutput& out);
+
+/// Where `curve` starts: the seeds' mean of the finite runs' initial states (start=mean, the state
+/// simulate's mean starts from), replica 0's (start=replica), or the model's own initial state (the
+/// model gives none per replica, or the parameters give the overlaps); with a sentence saying which.
+struct CurveStart {
+  Eigen::VectorXd x0;
+  std::string description;
+};
+CurveStart curve_start(const DynamicsModel& model, const Params& p, const OdeTheory& theory, const DynamicsSettings& settings);
 
 /// The trajectory comparison of validate (all sizes).
 struct TrajectoryValidation {

@@ -6,6 +6,9 @@
 // wall time, and how the run ended. Observations happen exactly at the requested times through the
 // stepper's dense output (no step-size clipping to hit them). A non-finite or diverging state stops
 // the run with a message naming the component and time; everything observed before stays valid.
+// Events (zero crossings of functions g(t, x) of the solution) are located between steps by root
+// finding (TOMS 748) on the stepper's interpolant, so their times do not depend on the observation
+// grid; a terminal event ends the run there.
 #include <Eigen/Dense>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -30,6 +33,25 @@ std::string stepper_name(Stepper s);
 Stepper stepper_from_name(const std::string& name);  ///< InputError("stepper", ...) on an unknown name
 std::vector<std::string> stepper_names();
 
+/// An event: a zero crossing of g(t, x) along the solution (a student leaving the plateau ...).
+struct EventFunction {
+  std::string name;
+  std::function<double(double t, const Eigen::VectorXd& x)> g;
+  bool terminal = false;  ///< the run ends at the event (status stopped_by_event)
+  int direction = 0;      ///< +1: only crossings upward (g from < 0 to >= 0), -1: only downward, 0: both
+  /// Whether g passes from g0 to g1 (in that order) through zero in this event's direction.
+  bool crosses(double g0, double g1) const;
+};
+
+/// Where an event was located: time, state there, and the sign of the crossing (+1 upward).
+struct LocatedEvent {
+  std::string name;
+  double t = 0;
+  Eigen::VectorXd x;
+  int direction = 0;
+  nlohmann::json to_json() const;  ///< {name, t, direction}
+};
+
 struct IntegrateOptions {
   Stepper stepper = Stepper::dopri5;
   double rtol = 1e-8;              ///< relative tolerance of the error controller
@@ -44,6 +66,11 @@ struct IntegrateOptions {
   std::function<std::string(int)> component_name;
   /// Called after every accepted step (in t); return false to stop (an event).
   std::function<bool(double t, const Eigen::VectorXd& x)> step_monitor;
+  /// Located between steps to near machine precision in t on the stepper's own solution inside
+  /// the step: dopri5's dense output; the others take one step of their method to the trial time.
+  std::vector<EventFunction> events;
+  /// Called after every accepted step with the time reached (progress reports).
+  std::function<void(double t)> progress;
 
   /// InputError naming the first option out of its range (tolerances > 0, max_steps > 0 ...).
   void validate() const;
@@ -61,6 +88,9 @@ struct IntegrateSummary {
   long rhs_calls = 0, accepted_steps = 0, rejected_steps = 0, jacobian_calls = 0, observations = 0;
   double smallest_step = 0, largest_step = 0;  ///< in the integration variable (tau when log_time)
   double wall_seconds = 0, rhs_seconds = 0;
+  std::vector<LocatedEvent> events;  ///< in time order; a terminal event is the last
+  /// The first located event of that name; null when none.
+  const LocatedEvent* first_event(const std::string& name) const;
 
   bool ok() const { return status == IntegrateStatus::completed || status == IntegrateStatus::stopped_by_event; }
   std::string status_name() const;
@@ -78,5 +108,10 @@ IntegrateSummary integrate(const OdeSystem& f, const Eigen::VectorXd& x0, double
 /// n times from t_min to t_max, log-spaced; with_zero prepends 0.
 std::vector<double> log_spaced(double t_min, double t_max, int n, bool with_zero = true);
 std::vector<double> lin_spaced(double t_min, double t_max, int n);
+
+/// The first crossing of an event in sampled states x[k] at times t[k] (a finite run's
+/// observations, which have no interpolant): g at each sample, the crossing time interpolated
+/// linearly in g between the two samples that bracket it. NaN: no crossing.
+double first_sampled_crossing(const EventFunction& event, const std::vector<double>& t, const std::vector<Eigen::VectorXd>& x);
 
 }  // namespace hdat

@@ -187,10 +187,22 @@ struct DynamicsModel {
   std::function<DynamicsSettings(const Params&)> settings;
 
   // Optional.
-  /// The time a run leaves its plateau (e.g. the first head to specialise), from a run's or the
-  /// theory's table; NaN: never. Gives the escape times against log size, and by default ends
-  /// validate's comparison window (the D = ∞ flow from averaged overlaps has no such random time).
-  std::function<double(const Params&, const Table& run)> escape_time;
+  /// The events of the dynamics (a student leaving the plateau, a head specialising ...): zero
+  /// crossings of functions g(t, x) of the state, each declared once here. The theory's are located
+  /// between steps by hdat::integrate (curve reports them in run.json `events` and the summary);
+  /// a finite run's, which has no interpolant, between its observations (first_sampled_crossing).
+  std::function<std::vector<EventFunction>(const Params&)> events;
+  /// The event (one of `events`, by name) whose first crossing is the time a run leaves its plateau;
+  /// empty: none. Gives the escape times against log size, and by default ends validate's
+  /// comparison window (the D = ∞ flow from averaged overlaps has no such random time).
+  std::string escape_event;
+  /// The initial state of replica k's finite run, from its initial weights only (cheap): `curve`
+  /// starts from the seeds' mean of these (the state simulate's mean starts from), or from one
+  /// replica with start=replica. Unset: `initial_state` alone.
+  std::function<Eigen::VectorXd(const Params&, std::uint64_t replica)> replica_initial_state;
+  /// Keys that give the initial overlaps explicitly (Q0, R0 ...): when one is set, `curve` starts
+  /// from `initial_state` whatever `start` says.
+  std::vector<std::string> start_keys;
   /// Keys that change neither a simulation nor its seeds (theory-only keys), left out of the hash
   /// that names persisted seeds so that simulate and validate share finished runs.
   std::vector<std::string> theory_only_keys;

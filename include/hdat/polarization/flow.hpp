@@ -2,15 +2,14 @@
 // Event-aware integration of a flow through hdat::integrate (derivation.md §8).
 //
 // Events are sign changes of scalar functions g(x) of the state (a weight leaving the simplex, the
-// normaliser F crossing zero, a logit reaching zero in finite time). They are detected after every
-// accepted step (IntegrateOptions::step_monitor), located to near machine precision by a bracketing
-// root finder (TOMS 748) on re-integrations from the last accepted state, and then
+// normaliser F crossing zero, a logit reaching zero in finite time). hdat::integrate locates them
+// between steps to near machine precision (IntegrateOptions::events: TOMS 748 on the dense output),
+// and then
 //   report: recorded, the integration goes on;
 //   freeze: the flow is stopped at the event, the named component set to exactly 0 (a dead
 //           coordinate: relu's f' = 0 beyond it; l1's Filippov sliding solution), and restarted;
 //   stop:   the flow ends at the event (a singularity such as F = 0).
-// Observations are never taken across an event: those after the last accepted state before it are
-// recomputed by integrating up to the event time.
+// Observations are never taken across an event: a segment observes up to its ending event only.
 #include <Eigen/Dense>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -47,7 +46,6 @@ struct FlowResult {
   std::vector<Eigen::VectorXd> x;       ///< states there
   std::vector<Event> events;
   IntegrateSummary summary;             ///< counters summed over segments; status of the last segment
-  long refinement_rhs_calls = 0;        ///< right-hand sides spent locating events
   int segments = 0;
   bool ended_by_event = false;          ///< a `stop` event ended the flow
   nlohmann::json solver_json() const;

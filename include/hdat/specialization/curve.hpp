@@ -20,8 +20,15 @@ struct Events {
   double plateau_risk = std::numeric_limits<double>::quiet_NaN();  ///< risk at the plateau end
   nlohmann::json to_json() const;
 };
-/// From a table with columns t, risk, M_h_f (crossing times interpolated linearly).
+/// The events as functions of the state (one law for the theory and the simulations): plateau_end
+/// (max_h |M_h − mean_h' M_h'| − threshold) and head_h_specialises (|M_h − mean| − threshold), each
+/// crossing upwards.
+std::vector<EventFunction> specialization_events(int H, int F, double threshold);
+/// From sampled states, a table with columns t, risk, M_h_f (a simulation's): crossings
+/// interpolated linearly between the observations that bracket them.
 Events detect_events(const Table& curve, int H, int F, double threshold);
+/// From the events hdat::integrate located for specialization_events (the theory's).
+Events located_events(const IntegrateSummary& solver, const OrderParameterFlow& flow);
 
 struct PruneRow {
   int kept = 0;

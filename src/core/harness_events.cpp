@@ -1,0 +1,71 @@
+// Events of dynamics models (model.hpp `events`) in the commands' outputs, and where `curve` starts.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "hdat/core/harness.hpp"
+#include "hdat/core/output.hpp"
+
+namespace hdat {
+
+double sampled_event_time(const EventFunction& event, const Table& run, const StateLayout& layout) {
+  std::vector<double> t;
+  std::vector<Eigen::VectorXd> x;
+  for (std::size_t r = 0; r < run.rows(); ++r) {
+    std::vector<double> values;
+    for (const auto& c : layout.columns()) values.push_back(run.number(r, c));
+    t.push_back(run.number(r, "t"));
+    x.push_back(layout.from_values(values));
+  }
+  return first_sampled_crossing(event, t, x);
+}
+
+double sampled_escape_time(const DynamicsModel& model, const Params& p, const Table& run, const StateLayout& layout) {
+  if (model.escape_event.empty() || !model.events) return NAN;
+  for (const EventFunction& e : model.events(p))
+    if (e.name == model.escape_event) return sampled_event_time(e, run, layout);
+  return NAN;
+}
+
+void report_theory_events(const DynamicsModel& model, const Params& p, const OdeTheory& theory, const TheoryRun& run, RunOutput& out) {
+  if (!model.events || model.events(p).empty()) return;
+  nlohmann::json& times = out.info["events"];
+  nlohmann::json& states = out.info["event_states"];
+  for (const EventFunction& declared : model.events(p)) {
+    const LocatedEvent* e = run.solver.first_event(declared.name);
+    times[declared.name] = e ? nlohmann::json(e->t) : nlohmann::json(nullptr);
+    if (!e) {
+      out.summary += fmt::format("  event {:<20} not within the run (t <= {:g})\n", declared.name, run.solver.t_reached);
+      continue;
+    }
+    nlohmann::json at = {{"t", e->t}, {"direction", e->direction}};
+    std::string there;
+    const Observables obs = theory.observe(e->x, e->t);
+    for (std::size_t k = 0; k < obs.size(); ++k) {
+      at[obs.names()[k]] = obs.at(k).value;
+      if (obs.estimated(k)) at[obs.names()[k] + "_se"] = obs.at(k).se;
+      there += fmt::format("{}{} {:.6g}", there.empty() ? "" : ", ", obs.names()[k], obs.at(k).value);
+    }
+    states[declared.name] = at;
+    out.summary += fmt::format("  event {:<20} t = {:.8g} ({})\n", declared.name, e->t, there);
+  }
+  times["location"] = "zero crossings of the event functions, located between steps on the integrator's dense output (TOMS 748)";
+}
+
+CurveStart curve_start(const DynamicsModel& model, const Params& p, const OdeTheory& theory, const DynamicsSettings& settings) {
+  bool given = false;
+  for (const auto& k : model.start_keys) given = given || p.has(k);
+  const std::string start = p.set().find("start") ? p.text("start") : "mean";
+  if (given) return {model.initial_state(p, theory), "the given initial overlaps"};
+  if (!model.replica_initial_state || (start != "mean" && start != "replica"))
+    return {model.initial_state(p, theory), fmt::format("the model's own initial state (start={})", start)};
+  if (start == "replica")
+    return {model.replica_initial_state(p, 0), fmt::format("replica 0's initial overlaps (seed {}; start=replica)", settings.seed)};
+  Eigen::VectorXd mean = model.replica_initial_state(p, 0);
+  for (int k = 1; k < settings.seeds; ++k) mean += model.replica_initial_state(p, static_cast<std::uint64_t>(k));
+  mean /= settings.seeds;
+  return {mean, fmt::format("the mean initial overlaps of the {} seeds' replicas (seed {}), as simulate's mean; start=replica: one draw",
+                            settings.seeds, settings.seed)};
+}
+
+}  // namespace hdat
