@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <stdexcept>
 
 #include "hdat/core/output.hpp"
@@ -328,7 +329,7 @@ void render(const Figure& figure, const fs::path& stem) {
   fs::remove(log);
   // The script kept beside the figures names them by their final names.
   const std::string final_png = stem.string() + ".png", final_svg = stem.string() + ".svg";
-  write_file_atomic(gp, script(figure, "pngcairo", final_png) + "\n" + script(figure, "svg", final_svg));
+  write_file_atomic(gp, script(f, "pngcairo", final_png) + "\n" + script(f, "svg", final_svg));
   const std::vector<Batch::Staged> files = {{png, final_png}, {svg, final_svg}, {gp, stem.string() + ".gp"}};
   if (current_batch) {
     for (const auto& s : files) current_batch->staged_.push_back(s);
@@ -367,9 +368,15 @@ std::string non_default_parameters(const nlohmann::json& run) {
     return "";
   const ModelEntry* model = registry().find(run["model"].get<std::string>());
   if (!model) return "";
+  // A sweep's swept keys are on the figure's axes, not in its caption.
+  std::set<std::string> swept;
+  if (run.contains("grid") && run["grid"].is_array())
+    for (const auto& axis : run["grid"])
+      if (axis.is_object() && axis.contains("key") && axis["key"].is_string()) swept.insert(axis["key"].get<std::string>());
   std::string out;
   std::size_t line = 0;
   for (const ParamSpec& spec : model->params.specs()) {
+    if (swept.count(spec.key)) continue;
     std::string pointer = "/" + spec.key;
     std::replace(pointer.begin(), pointer.end(), '.', '/');
     const nlohmann::json::json_pointer at(pointer);

@@ -92,7 +92,8 @@ class Batch {
 };
 
 /// "K=3, eta=0.5": the keys of run.json's "config" whose value differs from the default its model
-/// declares (long values shortened); empty when there are none or the model is not registered.
+/// declares (long values shortened; a sweep's swept keys left out); empty when there are none or the
+/// model is not registered.
 std::string non_default_parameters(const nlohmann::json& run);
 
 }  // namespace hdat::plot
