@@ -67,9 +67,25 @@ double place_zero_on_log_axis(Panel& p) {
   if (!zero || !std::isfinite(lo)) return NAN;
   // A twelfth of the decades shown (at least a factor 2), so that "0" and the first tic stay apart.
   const double x0 = lo / std::max(2.0, std::pow(hi / lo, 1.0 / 12));
-  for (Series& s : p.series)
-    for (double& x : s.x)
-      if (x == 0) x = x0;
+  // A line does not cross the break: its t = 0 value becomes a point of its colour.
+  int next_color = 0;
+  std::vector<Series> at_zero;
+  for (Series& s : p.series) {
+    if (s.color < 0) s.color = next_color++;
+    const bool line = s.style == Style::lines || s.style == Style::dashed;
+    Series zero{"", {}, {}, {}, Style::points, s.color};
+    Series rest = s;
+    rest.x.clear(), rest.y.clear(), rest.yerr.clear();
+    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      const double e = i < s.yerr.size() ? s.yerr[i] : 0.0;
+      Series& into = line && s.x[i] == 0 ? zero : rest;
+      into.x.push_back(s.x[i] == 0 ? x0 : s.x[i]), into.y.push_back(s.y[i]);
+      if (!s.yerr.empty()) into.yerr.push_back(e);
+    }
+    if (!zero.x.empty()) at_zero.push_back(std::move(zero));
+    s = std::move(rest);
+  }
+  for (Series& z : at_zero) p.series.push_back(std::move(z));
   return x0;
 }
 
@@ -202,7 +218,7 @@ std::string heatmap_script(const Heatmap& h, const std::string& title) {
   s += fmt::format("set xrange [{}:{}]\nset yrange [{}:{}]\n", num(std::min(ex.front(), ex.back())), num(std::max(ex.front(), ex.back())),
                    num(std::min(ey.front(), ey.back())), num(std::max(ey.front(), ey.back())));
   if (h.contours.empty()) s += "unset key\n";
-  else s += "set key outside below center horizontal box\n";
+  else s += "set bmargin 6\nset key at screen 0.5, screen 0.035 center bottom horizontal box\n";
   s += "plot $cells u 1:2:3:4:5:6:7 w boxxyerror fs solid 1.0 noborder lc palette notitle";
   const char* dash[] = {"1", "2", "4", "5", "3"};
   for (std::size_t k = 0; k < h.contours.size(); ++k) {
@@ -232,14 +248,42 @@ std::string heatmap_data(const Heatmap& h) {
   return s + "EOD\n";
 }
 
-// The figure as it is drawn: the batch's caption under the title.
+// `text` in lines of at most `width` characters, broken after ", ".
+std::string wrap_list(const std::string& text, std::size_t width) {
+  std::string out;
+  std::size_t line_start = 0, from = 0;
+  while (from < text.size()) {
+    std::size_t next = text.find(", ", from);
+    next = next == std::string::npos ? text.size() : next + 2;
+    if (out.size() - line_start + (next - from) > width && out.size() > line_start) {
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      out += "\n";
+      line_start = out.size();
+    }
+    out += text.substr(from, next - from);
+    from = next;
+  }
+  return out;
+}
+
+// The figure as it is drawn: the batch's caption under the title, in lines as wide as the figure.
 Figure with_caption(const Figure& f) {
   Figure g = f;
-  if (!current_batch) return g;
-  const std::string& caption = current_batch->caption();
-  if (caption.empty()) return g;
-  if (g.heatmap) g.heatmap->title += "\n{/*0.85 " + caption + "}";
-  else g.title += (g.title.empty() ? "" : "\n") + std::string("{/*0.85 ") + caption + "}";
+  if (!current_batch || current_batch->caption().empty()) return g;
+  const int columns = f.heatmap ? 1 : std::min<int>(std::max<int>(1, static_cast<int>(f.panels.size())), std::max(1, f.columns));
+  const std::size_t chars = static_cast<std::size_t>(std::max(50, f.panel_width * columns / 7));
+  const std::string caption = wrap_list(current_batch->caption(), chars);
+  // Each line its own smaller-font group (a group does not carry over a line break).
+  std::string small;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t end = caption.find('\n', from);
+    small += (small.empty() ? "" : "\n") + std::string("{/*0.85 ") + caption.substr(from, end == std::string::npos ? end : end - from) + "}";
+    if (end == std::string::npos) break;
+    from = end + 1;
+  }
+  std::string& title = g.heatmap ? g.heatmap->title : g.title;
+  title += (title.empty() ? "" : "\n") + small;
   return g;
 }
 
@@ -374,7 +418,6 @@ std::string non_default_parameters(const nlohmann::json& run) {
     for (const auto& axis : run["grid"])
       if (axis.is_object() && axis.contains("key") && axis["key"].is_string()) swept.insert(axis["key"].get<std::string>());
   std::string out;
-  std::size_t line = 0;
   for (const ParamSpec& spec : model->params.specs()) {
     if (swept.count(spec.key)) continue;
     std::string pointer = "/" + spec.key;
@@ -388,17 +431,7 @@ std::string non_default_parameters(const nlohmann::json& run) {
     std::replace(text.begin(), text.end(), '{', '(');
     std::replace(text.begin(), text.end(), '}', ')');
     if (text.size() > 28) text = text.substr(0, 25) + "...";
-    const std::string item = spec.key + "=" + text;
-    // Lines of at most about 110 characters.
-    if (!out.empty()) {
-      if (out.size() - line + item.size() > 110) {
-        out += ",\n";
-        line = out.size();
-      } else {
-        out += ", ";
-      }
-    }
-    out += item;
+    out += (out.empty() ? "" : ", ") + spec.key + "=" + text;
   }
   return out;
 }

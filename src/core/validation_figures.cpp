@@ -137,6 +137,17 @@ bool spans_decades(const std::vector<double>& v) {
   return std::isfinite(lo) && hi / lo > 100;
 }
 
+// The sizes of the records with a margin on a log axis, so that no point sits on the frame.
+std::optional<std::pair<double, double>> padded_sizes(const json& per_size, const std::string& size_name) {
+  double lo = INFINITY, hi = 0;
+  for (const auto& s : per_size) {
+    const double x = number_at(s, size_name);
+    if (std::isfinite(x) && x > 0) lo = std::min(lo, x), hi = std::max(hi, x);
+  }
+  if (!std::isfinite(lo)) return std::nullopt;
+  return std::make_pair(lo / 1.4, hi * 1.4);
+}
+
 // ---- dynamics, mode=trajectory ------------------------------------------------------------------------
 
 struct Trajectory {
@@ -278,6 +289,7 @@ std::optional<Panel> gap_panel(const Trajectory& v) {
   p.ylabel = "gap";
   p.logx = p.logy = true;
   p.legend = "bottom left";
+  p.xrange = padded_sizes(per_size, v.size_name);
   int color = 0;
   for (auto it = exponents.begin(); it != exponents.end(); ++it, ++color) {
     const std::string& b = it.key();
@@ -320,6 +332,12 @@ std::optional<Panel> worst_panel(const Trajectory& v) {
   }
   if (judged.x.empty() && not_judged.x.empty()) return std::nullopt;
   if (not_judged.x.empty()) judged.label.clear();
+  // From 0, and always showing the limit 1.
+  double top = 1.0;
+  for (const auto* s : {&judged, &not_judged})
+    for (double y : s->y) top = std::max(top, y);
+  p.yrange = std::make_pair(0.0, 1.15 * top);
+  p.xrange = padded_sizes(v.record.value("per_size", json::array()), v.size_name);
   p.series = {judged, not_judged};
   p.hlines.push_back({1.0, "limit"});
   return p;
@@ -369,7 +387,7 @@ void draw_drift(const fs::path& dir, const json& run, const json& record) {
   std::string size;
   for (auto it = record.begin(); it != record.end(); ++it)
     if (it.value().is_number() && run.contains("config") && run["config"].is_object() && run["config"].contains(it.key()))
-      size = fmt::format(" at {} = {}", it.key(), it.value().dump());
+      size = fmt::format(" at {} = {:g}", it.key(), it.value().get<double>());
   Figure f;
   f.title = fmt::format("{} drift check{}: each term's theory against the measured mean increment (± SE, {} samples)\n{}", model_of(run),
                         size, record.contains("samples") ? record["samples"].dump() : "?", verdict_line(record));
@@ -385,6 +403,7 @@ void draw_drift(const fs::path& dir, const json& run, const json& record) {
     p.ylabel = "measured";
     p.legend = "top left";
     double lo = INFINITY, hi = -INFINITY, worst = 0;
+    int failing = 0;  // entries outside the criterion (also those whose z is not a number)
     Series zs = make_series(terms[k], Style::points, static_cast<int>(k % 10));
     for (std::size_t i = 0; i < times.size(); ++i) {
       Series s = make_series(times.size() > 1 ? fmt::format("t = {:g}", times[i]) : "", Style::errorbars, static_cast<int>(i));
@@ -399,11 +418,13 @@ void draw_drift(const fs::path& dir, const json& run, const json& record) {
           zs.x.push_back(index), zs.y.push_back(zr);
           if (t.has_column("agree") && t.number(r, "agree") == 0) outside.x.push_back(index), outside.y.push_back(zr);
         }
+        if (t.has_column("agree") && t.number(r, "agree") == 0) ++failing;
         index += 1;
       }
       if (!s.x.empty()) p.series.push_back(std::move(s));
     }
-    p.title = t.has_column("z") ? fmt::format("term {} (largest |z| {:.2f})", terms[k], worst) : "term " + terms[k];
+    p.title = t.has_column("z") ? fmt::format("term {} (largest finite |z| {:.2f})", terms[k], worst) : "term " + terms[k];
+    if (failing > 0) p.title += fmt::format("\n{} entries outside the criterion", failing);
     if (std::isfinite(lo)) {
       Series diagonal = make_series("measured = theory", Style::dashed, 7);
       diagonal.x = {lo, hi}, diagonal.y = {lo, hi};
@@ -451,10 +472,21 @@ Extrapolation read_extrapolation(const fs::path& dir) {
   return e;
 }
 
+// [lo, hi] of `values` widened by 8 % of the span (or of |value| for one value): no point on the frame.
+std::pair<double, double> padded(const std::vector<double>& values) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (double v : values)
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (!std::isfinite(lo)) return {0.0, 1.0};
+  const double pad = hi > lo ? 0.08 * (hi - lo) : std::max(0.1 * std::fabs(lo), 0.1);
+  return {lo - pad, hi + pad};
+}
+
 std::vector<Panel> observable_panels(const Extrapolation& e, const std::string& observable) {
   std::vector<std::size_t> rows;
+  std::vector<double> controls;
   for (std::size_t r = 0; r < e.t.rows(); ++r)
-    if (e.t.text(r, "observable") == observable) rows.push_back(r);
+    if (e.t.text(r, "observable") == observable) rows.push_back(r), controls.push_back(e.t.number(r, e.control));
   Panel curve;
   curve.title = observable + ": theory (line) and fits at each d (± SE)";
   curve.xlabel = e.control;
@@ -462,6 +494,7 @@ std::vector<Panel> observable_panels(const Extrapolation& e, const std::string& 
   Series theory = make_series("theory", Style::lines, 0);
   for (std::size_t r : rows) theory.x.push_back(e.t.number(r, e.control)), theory.y.push_back(e.t.number(r, "theory"));
   curve.series.push_back(theory);
+  curve.xrange = padded(controls);
   for (std::size_t k = 0; k < e.dims.size(); ++k) {
     Series s = make_series(fmt::format("d = {}", e.dims[k]), Style::errorbars, static_cast<int>(k + 1));
     for (std::size_t r : rows) {
@@ -493,9 +526,15 @@ std::vector<Panel> observable_panels(const Extrapolation& e, const std::string& 
     const stats::InverseSizeFit fit = stats::extrapolate_inverse_size(d, y, se);
     Series line = make_series("", Style::dashed, static_cast<int>(color));
     for (double x : {0.0, *std::max_element(inverse_d.begin(), inverse_d.end())}) line.x.push_back(x), line.y.push_back(fit.a + fit.b * x);
+    // The intercept itself, at 1/d = 0.
+    Series at_zero = make_series("", Style::errorbars, static_cast<int>(color));
+    at_zero.x = {0.0}, at_zero.y = {fit.a}, at_zero.yerr = {fit.a_se};
     inverse.series.push_back(std::move(line));
     inverse.series.push_back(std::move(pts));
+    inverse.series.push_back(std::move(at_zero));
   }
+  const double largest = *std::max_element(inverse_d.begin(), inverse_d.end());
+  inverse.xrange = std::make_pair(-0.06 * largest, 1.06 * largest);
   inverse.hlines.push_back({0.0, ""});
   // The intercept a against the control value, and the band it must stay in.
   Panel intercept;
@@ -514,6 +553,7 @@ std::vector<Panel> observable_panels(const Extrapolation& e, const std::string& 
   intercept.series.push_back(a);
   if (!failing.x.empty()) intercept.series.push_back(failing);
   intercept.hlines.push_back({0.0, ""});
+  intercept.xrange = padded(controls);
   return {curve, inverse, intercept};
 }
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -301,8 +302,22 @@ void add_lines(plot::Panel& p, std::vector<plot::Series> lines) {
 }
 
 // Every observable in one panel.
+// The grid's extent with a margin (a factor on a log axis; the positions of a categorical one), so
+// that the first and last points are not on the frame.
+std::optional<std::pair<double, double>> padded_axis(const SweepAxis& ax) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (std::size_t i = 0; i < ax.values.size(); ++i) {
+    const double v = ax.numeric ? ax.values[i].get<double>() : static_cast<double>(i);
+    lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  if (!(hi > lo)) return std::nullopt;
+  if (ax.log) return std::make_pair(lo / std::pow(hi / lo, 0.04), hi * std::pow(hi / lo, 0.04));
+  return std::make_pair(lo - 0.04 * (hi - lo), hi + 0.04 * (hi - lo));
+}
+
 plot::Panel panel_together(const SweepRows& rows, const SweepAxis& ax, const std::vector<std::string>& labels) {
   plot::Panel p;
+  p.xrange = padded_axis(ax);
   p.xlabel = axis_label(ax), p.ylabel = labels.size() == 1 ? labels[0] : "value";
   p.logx = ax.log;
   for (const auto& label : labels) {
@@ -326,6 +341,7 @@ plot::Panel panel_together(const SweepRows& rows, const SweepAxis& ax, const std
 
 plot::Panel panel_of(const SweepRows& rows, const SweepAxis& ax, const std::string& label) {
   plot::Panel p;
+  p.xrange = padded_axis(ax);
   p.title = label;
   p.xlabel = axis_label(ax), p.ylabel = label;
   p.logx = ax.log;
@@ -340,7 +356,7 @@ plot::Panel panel_of(const SweepRows& rows, const SweepAxis& ax, const std::stri
 fs::path draw_lines(const fs::path& dir, const SweepRows& rows, const FigureAxes& axes, const std::vector<std::string>& labels,
                     const std::string& title_prefix, const SweepPlotOptions& o) {
   plot::Figure f;
-  f.title = title_prefix + " sweep";
+  f.title = title_prefix;
   if (o.together) f.panels.push_back(panel_together(rows, *axes.x, labels));
   else
     for (const auto& label : labels) f.panels.push_back(panel_of(rows, *axes.x, label));
@@ -363,7 +379,7 @@ std::vector<fs::path> plot_sweep(const fs::path& dir, const SweepPlotOptions& o)
   const std::vector<std::string> labels = drawable_observables(requested_observables(run, t, o), t);
   const FigureAxes on_figure = figure_axes(axes, o);
   const SweepRows rows(t, on_figure);
-  const std::string title_prefix = fmt::format("{} {}", run.value("model", ""), run.value("mode", ""));
+  const std::string title_prefix = fmt::format("{} sweep of {}", run.value("model", ""), run.value("mode", ""));
   if (on_figure.heat) return draw_heatmaps(dir, rows, on_figure, labels, title_prefix, o);
   return {draw_lines(dir, rows, on_figure, labels, title_prefix, o)};
 }
