@@ -1,12 +1,13 @@
 #include "hdat/app/plot.hpp"
 
 #include <algorithm>
-#include <chrono>
+#include <fmt/format.h>
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/registry.hpp"
+#include "hdat/core/validation_figures.hpp"
 #include "hdat/optimize/optimize.hpp"
 #include "hdat/sweep/plot.hpp"
 
@@ -17,19 +18,40 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// The figures in DIR written since `since` (a model's plot function does not say which it wrote).
-std::vector<fs::path> images_since(const fs::path& dir, fs::file_time_type since) {
-  std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ".png" && e.last_write_time() >= since) out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
+// The line under every title: what was run, and the parameters that differ from the defaults.
+std::string caption_of(const json& run) {
+  if (!run.contains("model") || !run["model"].is_string()) return "";
+  const std::string what = run["model"].get<std::string>() + " " + run.value("command", std::string());
+  const std::string changed = plot::non_default_parameters(run);
+  return changed.empty() ? what + ", default parameters" : what + ": " + changed;
 }
 
-std::vector<fs::path> pngs(const std::vector<fs::path>& stems) {
-  std::vector<fs::path> out;
-  for (const auto& s : stems) out.push_back(s.string() + ".png");
-  return out;
+// A model's folder: the core's validation figures, then the model's own (ModelEntry::plot), else
+// the generic ones. A failure is the whole command's: nothing is written.
+void plot_model_folder(const fs::path& dir, const json& run, const PlotRequest& a, PlotOutcome& outcome) {
+  const ModelEntry* model = run.contains("model") && run["model"].is_string() ? registry().find(run["model"].get<std::string>()) : nullptr;
+  bool drew = false;
+  if (!a.generic && run.value("command", "") == "validate" && plot::is_validation_folder(dir)) {
+    plot::Batch core;
+    plot::plot_validation(dir);
+    drew = !core.commit().empty();
+  }
+  if (!a.generic && model && model->plot) {
+    plot::Batch own;
+    try {
+      model->plot(dir);
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("the {} model's figures of {} failed: {}; nothing written", model->name, dir.string(), e.what()));
+    }
+    drew = !own.commit().empty() || drew;
+  }
+  if (!drew) {
+    if (!a.generic && model && model->plot)
+      outcome.notes += "hdat: the " + model->name + " model drew no figure for this folder; drawing the generic ones\n";
+    sweep::plot_generic(dir);
+  }
 }
 
 }  // namespace
@@ -43,16 +65,12 @@ PlotOutcome plot_folder(const fs::path& dir, const PlotRequest& a) {
     run = json::parse(read_file(dir / "run.json"), nullptr, false);
     if (run.is_discarded() || !run.is_object()) throw InputError("DIR", "malformed " + (dir / "run.json").string());
   }
-  // Timestamps of the folder's file system, a second early for coarse clocks.
-  const fs::path probe = dir / ".hdat-plot-start";
-  write_file_atomic(probe, "");
-  const auto since = fs::last_write_time(probe) - std::chrono::seconds(1);
-  fs::remove(probe);
-
-  PlotOutcome outcome;
   const bool is_sweep = run.value("command", "") == "sweep";
   if (a.sweep_options() && !is_sweep)
     throw InputError("DIR", "--observable, --contour, --x, --y, --heatmap, --lines and --together apply to sweep folders only");
+  // Every figure of the folder or none: they are moved into place when all are drawn.
+  plot::Batch batch(caption_of(run));
+  PlotOutcome outcome;
   if (is_sweep) {
     sweep::SweepPlotOptions o;
     o.observables = a.observables;
@@ -61,29 +79,13 @@ PlotOutcome plot_folder(const fs::path& dir, const PlotRequest& a) {
     o.kind = a.heatmap ? sweep::SweepPlotOptions::Kind::heatmap : a.lines ? sweep::SweepPlotOptions::Kind::lines
                                                                           : sweep::SweepPlotOptions::Kind::automatic;
     o.together = a.together;
-    outcome.figures = pngs(sweep::plot_sweep(dir, o));
+    sweep::plot_sweep(dir, o);
   } else if (run.value("command", "") == "optimize") {
-    for (const auto& f : optimize::plot_optimize(dir.string())) outcome.figures.push_back(f);
+    optimize::plot_optimize(dir.string());
   } else {
-    const ModelEntry* model = run.contains("model") && run["model"].is_string() ? registry().find(run["model"].get<std::string>()) : nullptr;
-    bool generic = a.generic || !model || !model->plot;
-    if (!generic) {
-      try {
-        model->plot(dir);
-        outcome.figures = images_since(dir, since);
-        if (outcome.figures.empty()) {
-          outcome.notes += "hdat: the " + model->name + " model drew no figure for this folder; drawing the generic ones\n";
-          generic = true;
-        }
-      } catch (const InputError&) {
-        throw;
-      } catch (const std::exception& e) {
-        outcome.notes += "hdat: the " + model->name + " model's figures failed (" + e.what() + "); drawing the generic ones\n";
-        generic = true;
-      }
-    }
-    if (generic) outcome.figures = pngs(sweep::plot_generic(dir));
+    plot_model_folder(dir, run, a, outcome);
   }
+  outcome.figures = batch.commit();
   if (outcome.figures.empty()) throw InputError("DIR", "nothing to draw in " + dir.string() + " (no CSV file with a numeric column)");
   return outcome;
 }

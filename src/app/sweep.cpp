@@ -10,6 +10,7 @@
 #include "hdat/app/run.hpp"
 #include "hdat/core/error.hpp"
 #include "hdat/core/output.hpp"
+#include "hdat/app/plot.hpp"
 #include "hdat/core/plot.hpp"
 #include "hdat/core/progress.hpp"
 #include "hdat/sweep/plot.hpp"
@@ -71,12 +72,15 @@ void draw(const SweepRequest& a, const fs::path& dir, SweepOutcome& outcome) {
     outcome.notes += "hdat: gnuplot not found; no figures\n";
     return;
   }
-  sweep::SweepPlotOptions o;
-  o.contours = a.contours;
-  o.together = a.together;
-  for (const auto& s : sweep::plot_sweep(dir, o)) {
-    outcome.figures.push_back(s.string() + ".png");
-    outcome.report += fmt::format("figure {}.png (.svg)\n", s.string());
+  // As `hdat plot DIR` draws them (the caption with the base parameters, all or nothing).
+  PlotRequest r;
+  r.contours = a.contours;
+  r.together = a.together;
+  const PlotOutcome drawn = plot_folder(dir, r);
+  outcome.notes += drawn.notes;
+  for (const auto& png : drawn.figures) {
+    outcome.figures.push_back(png);
+    outcome.report += fmt::format("figure {} (.svg)\n", png.string());
   }
 }
 

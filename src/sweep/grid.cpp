@@ -138,6 +138,9 @@ Axis parse_axis(const std::string& text, const ParamSet& set) {
       double v = i == 0 ? *start : i == n - 1 ? *stop
                  : a.log ? *start * std::pow(*stop / *start, f)  // exact for decades: 1:100:3:log gives 10
                          : *start + f * (*stop - *start);
+      // Interior values to 15 significant digits, the grid as a person writes it (0:1:11 gives 0.6,
+      // not 0.6000000000000001); the value run is the value written to sweep.csv.
+      if (i != 0 && i != n - 1) v = std::stod(fmt::format("{:.15g}", v));
       if (spec->kind == ParamKind::integer) v = std::round(v);
       raw.emplace_back(v);
     }

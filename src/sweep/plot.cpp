@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -108,10 +110,21 @@ std::vector<std::string> requested_observables(const json& run, const Table& t, 
   return labels;
 }
 
-// An observable without a single finite value (e.g. an event that never happened) has nothing to draw.
+// The standard error column of an observable (its error bars), or "".
+std::string se_column(const Table& t, const std::string& label) { return t.has_column(label + "_se") ? label + "_se" : ""; }
+
+bool is_error_bar_of_another(const std::string& label, const std::vector<std::string>& labels) {
+  const std::string suffix = "_se";
+  return label.size() > suffix.size() && label.compare(label.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+         std::find(labels.begin(), labels.end(), label.substr(0, label.size() - suffix.size())) != labels.end();
+}
+
+// An observable without a single finite value (e.g. an event that never happened) has nothing to
+// draw; <name>_se beside <name> is its error bars, not a figure of its own.
 std::vector<std::string> drawable_observables(const std::vector<std::string>& labels, const Table& t) {
   std::vector<std::string> drawable;
   for (const auto& l : labels) {
+    if (is_error_bar_of_another(l, labels)) continue;
     bool any = false;
     for (std::size_t r = 0; r < t.rows() && !any; ++r) any = std::isfinite(t.number(r, l));
     if (any) drawable.push_back(l);
@@ -254,21 +267,57 @@ std::vector<fs::path> draw_heatmaps(const fs::path& dir, const SweepRows& rows, 
 }
 
 // The line of one observable at one combination of the other keys, in x order (blank where no result).
+// With a standard error column, points with error bars (add_lines joins them).
 plot::Series line_of(const SweepRows& rows, const SweepAxis& ax, const std::string& label, const std::string& combo, const std::string& name) {
+  const Table& t = rows.table();
+  const std::string se = se_column(t, label);
   plot::Series s;
   s.label = name;
-  s.style = plot::Style::linespoints;
-  std::vector<std::pair<double, double>> xy;
-  for (std::size_t r = 0; r < rows.table().rows(); ++r)
-    if (rows.combo_of(r) == combo) xy.emplace_back(rows.x_position(ax, r), rows.usable(r) ? rows.table().number(r, label) : kNaN);
-  std::sort(xy.begin(), xy.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [x, y] : xy) s.x.push_back(x), s.y.push_back(y);
+  s.style = se.empty() ? plot::Style::linespoints : plot::Style::errorbars;
+  std::vector<std::array<double, 3>> xy;
+  for (std::size_t r = 0; r < t.rows(); ++r)
+    if (rows.combo_of(r) == combo)
+      xy.push_back({rows.x_position(ax, r), rows.usable(r) ? t.number(r, label) : kNaN, rows.usable(r) && !se.empty() ? t.number(r, se) : kNaN});
+  std::sort(xy.begin(), xy.end(), [](const auto& a, const auto& b) { return a[0] < b[0]; });
+  for (const auto& [x, y, e] : xy) {
+    s.x.push_back(x), s.y.push_back(y);
+    if (!se.empty()) s.yerr.push_back(e);
+  }
   return s;
 }
 
+// The series of a panel, each in its own colour; points with error bars joined by a line.
+void add_lines(plot::Panel& p, std::vector<plot::Series> lines) {
+  for (auto& l : lines) {
+    if (l.color < 0) l.color = static_cast<int>(std::count_if(p.series.begin(), p.series.end(), [](const plot::Series& s) { return !s.label.empty(); }));
+    if (l.style == plot::Style::errorbars) {
+      plot::Series joined = l;
+      joined.label.clear();
+      joined.style = plot::Style::lines;
+      joined.yerr.clear();
+      p.series.push_back(std::move(joined));
+    }
+    p.series.push_back(std::move(l));
+  }
+}
+
 // Every observable in one panel.
+// The grid's extent with a margin (a factor on a log axis; the positions of a categorical one), so
+// that the first and last points are not on the frame.
+std::optional<std::pair<double, double>> padded_axis(const SweepAxis& ax) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (std::size_t i = 0; i < ax.values.size(); ++i) {
+    const double v = ax.numeric ? ax.values[i].get<double>() : static_cast<double>(i);
+    lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  if (!(hi > lo)) return std::nullopt;
+  if (ax.log) return std::make_pair(lo / std::pow(hi / lo, 0.04), hi * std::pow(hi / lo, 0.04));
+  return std::make_pair(lo - 0.04 * (hi - lo), hi + 0.04 * (hi - lo));
+}
+
 plot::Panel panel_together(const SweepRows& rows, const SweepAxis& ax, const std::vector<std::string>& labels) {
   plot::Panel p;
+  p.xrange = padded_axis(ax);
   p.xlabel = axis_label(ax), p.ylabel = labels.size() == 1 ? labels[0] : "value";
   p.logx = ax.log;
   for (const auto& label : labels) {
@@ -284,7 +333,7 @@ plot::Panel panel_together(const SweepRows& rows, const SweepAxis& ax, const std
       lines.front().style = plot::Style::dashed;
       lines.front().color = 7;  // grey
     }
-    for (auto& l : lines) p.series.push_back(std::move(l));
+    add_lines(p, std::move(lines));
   }
   auto_logy(p);
   return p;
@@ -292,10 +341,13 @@ plot::Panel panel_together(const SweepRows& rows, const SweepAxis& ax, const std
 
 plot::Panel panel_of(const SweepRows& rows, const SweepAxis& ax, const std::string& label) {
   plot::Panel p;
+  p.xrange = padded_axis(ax);
   p.title = label;
   p.xlabel = axis_label(ax), p.ylabel = label;
   p.logx = ax.log;
-  for (const auto& combo : rows.combos()) p.series.push_back(line_of(rows, ax, label, combo, combo.empty() ? label : combo));
+  std::vector<plot::Series> lines;
+  for (const auto& combo : rows.combos()) lines.push_back(line_of(rows, ax, label, combo, combo.empty() ? label : combo));
+  add_lines(p, std::move(lines));
   auto_logy(p);
   return p;
 }
@@ -304,7 +356,7 @@ plot::Panel panel_of(const SweepRows& rows, const SweepAxis& ax, const std::stri
 fs::path draw_lines(const fs::path& dir, const SweepRows& rows, const FigureAxes& axes, const std::vector<std::string>& labels,
                     const std::string& title_prefix, const SweepPlotOptions& o) {
   plot::Figure f;
-  f.title = title_prefix + " sweep";
+  f.title = title_prefix;
   if (o.together) f.panels.push_back(panel_together(rows, *axes.x, labels));
   else
     for (const auto& label : labels) f.panels.push_back(panel_of(rows, *axes.x, label));
@@ -327,7 +379,7 @@ std::vector<fs::path> plot_sweep(const fs::path& dir, const SweepPlotOptions& o)
   const std::vector<std::string> labels = drawable_observables(requested_observables(run, t, o), t);
   const FigureAxes on_figure = figure_axes(axes, o);
   const SweepRows rows(t, on_figure);
-  const std::string title_prefix = fmt::format("{} {}", run.value("model", ""), run.value("mode", ""));
+  const std::string title_prefix = fmt::format("{} sweep of {}", run.value("model", ""), run.value("mode", ""));
   if (on_figure.heat) return draw_heatmaps(dir, rows, on_figure, labels, title_prefix, o);
   return {draw_lines(dir, rows, on_figure, labels, title_prefix, o)};
 }
@@ -439,7 +491,7 @@ plot::Series column_series(const TableView& v, const std::string& col, int color
   const auto err = v.errors.of.find(col);
   s.style = v.points ? (err != v.errors.of.end() ? plot::Style::errorbars : plot::Style::linespoints) : plot::Style::lines;
   for (std::size_t r = 0; r < v.table.rows(); ++r) {
-    if (v.x.log && !(v.x.values[r] > 0)) continue;
+    if (v.x.log && v.x.values[r] < 0) continue;
     s.x.push_back(v.x.values[r]);
     s.y.push_back(v.table.number(r, col));
     if (s.style == plot::Style::errorbars) s.yerr.push_back(v.table.number(r, err->second));
@@ -457,7 +509,7 @@ plot::Series sim_series(const TableView& v, const std::string& col, int color, b
   ss.style = se.empty() ? plot::Style::points : plot::Style::errorbars;
   for (std::size_t r = 0; r < sim.rows(); ++r) {
     const double sx = sim.number(r, v.x.column);
-    if (v.x.log && !(sx > 0)) continue;
+    if (v.x.log && sx < 0) continue;
     ss.x.push_back(sx);
     ss.y.push_back(sim.number(r, col));
     if (!se.empty()) ss.yerr.push_back(sim.number(r, se));
@@ -488,7 +540,18 @@ plot::Panel group_panel(const TableView& v, const ColumnGroup& g, const json& ru
   p.ylabel = alone ? cols[0] : g.name;
   p.logx = v.x.log;
   for (std::size_t k = 0; k < shown; ++k) {
-    p.series.push_back(column_series(v, cols[k], static_cast<int>(k), alone));
+    plot::Series s = column_series(v, cols[k], static_cast<int>(k), alone);
+    // A curve with a standard error: its band ± one SE under the line.
+    const auto err = v.errors.of.find(cols[k]);
+    if (s.style == plot::Style::lines && err != v.errors.of.end()) {
+      plot::Series band = s;
+      band.label.clear();
+      band.style = plot::Style::band;
+      for (std::size_t r = 0; r < v.table.rows(); ++r)
+        if (!v.x.log || v.x.values[r] >= 0) band.yerr.push_back(v.table.number(r, err->second));
+      p.series.push_back(std::move(band));
+    }
+    p.series.push_back(std::move(s));
     if (v.sim && v.sim->has_column(cols[k])) p.series.push_back(sim_series(v, cols[k], static_cast<int>(k), alone));
   }
   if (alone) add_reference_lines(p, run, cols[0]);

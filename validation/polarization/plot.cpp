@@ -27,7 +27,7 @@ int count_prefix(const Table& t, const std::string& prefix) {
   return n;
 }
 
-// (x, y) of two columns, keeping rows with x > 0 when logx, finite y (and y > 0 when logy).
+// (x, y) of two columns, keeping rows with x >= 0 when logx (t = 0 has its own tic), finite y (and y > 0 when logy).
 Series series(const Table& t, const std::string& xc, const std::string& yc, const std::string& label, Style st, bool logx,
               bool logy = false, int color = -1) {
   Series s;
@@ -38,7 +38,7 @@ Series series(const Table& t, const std::string& xc, const std::string& yc, cons
   const auto x = t.numbers(xc), y = t.numbers(yc);
   const std::size_t stride = std::max<std::size_t>(1, x.size() / 1500);
   for (std::size_t i = 0; i < x.size(); i += stride) {
-    if (logx && !(x[i] > 0)) continue;
+    if (logx && x[i] < 0) continue;
     if (!std::isfinite(y[i]) || (logy && !(y[i] > 0))) continue;
     s.x.push_back(x[i]);
     s.y.push_back(y[i]);

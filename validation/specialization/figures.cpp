@@ -21,11 +21,11 @@ std::vector<std::string> columns_of_block(const Table& t, const std::string& blo
   return out;
 }
 
-// Positive times only (log axes).
+// Every time (t = 0 has its own tic on the log axes).
 std::vector<std::size_t> positive_rows(const Table& t) {
   std::vector<std::size_t> r;
   for (std::size_t i = 0; i < t.rows(); ++i)
-    if (t.number(i, "t") > 0) r.push_back(i);
+    if (t.number(i, "t") >= 0) r.push_back(i);
   return r;
 }
 
@@ -85,113 +85,6 @@ void plot_curve(const fs::path& dir, const nlohmann::json& run, const std::strin
   }
 }
 
-void plot_validate(const fs::path& dir, const nlohmann::json& run) {
-  const nlohmann::json v = nlohmann::json::parse(read_file(dir / "validate.json"));
-  if (v.value("mode", "") == "drift") {
-    const Table t = Table::read_csv_file((dir / "drift.csv").string());
-    plot::Figure f;
-    f.title = fmt::format("drift check at D = {}: theory vs mean of D x one-step increments", v.value("D", 0));
-    f.columns = 3;
-    int color = 0;
-    for (const char* term : {"dM", "dR_drift", "dR_noise"}) {
-      plot::Panel p{term, "theory", "simulation", false, false, {}, {}, {}, {}};
-      plot::Series s{term, {}, {}, {}, plot::Style::errorbars, color++};
-      plot::Series diag{"y = x", {}, {}, {}, plot::Style::dashed, 7};
-      double lo = INFINITY, hi = -INFINITY;
-      for (std::size_t r = 0; r < t.rows(); ++r)
-        if (t.text(r, "term") == term) {
-          s.x.push_back(t.number(r, "theory"));
-          s.y.push_back(t.number(r, "simulation"));
-          s.yerr.push_back(t.number(r, "simulation_se"));
-          lo = std::min(lo, s.x.back()), hi = std::max(hi, s.x.back());
-        }
-      diag.x = {lo, hi};
-      diag.y = {lo, hi};
-      p.series = {s, diag};
-      f.panels.push_back(p);
-    }
-    plot::render(f, dir / "validate");
-    return;
-  }
-  const Table t = Table::read_csv_file((dir / "validate_curves.csv").string());
-  // One figure per D: theory lines over simulation points with error bars; panels risk, M, R.
-  std::vector<double> dims;
-  for (std::size_t r = 0; r < t.rows(); ++r)
-    if (dims.empty() || dims.back() != t.number(r, "D")) dims.push_back(t.number(r, "D"));
-  for (double D : dims) {
-    std::vector<std::size_t> rows;
-    for (std::size_t r = 0; r < t.rows(); ++r)
-      if (t.number(r, "D") == D && t.number(r, "t") > 0) rows.push_back(r);
-    plot::Figure f;
-    f.title = fmt::format("theory (lines) vs online SGD (points, seed SE) at D = {:g}", D);
-    f.columns = 3;
-    double tcmp = NAN;
-    for (const auto& pd : v["per_D"])
-      if (pd["D"].get<double>() == D) tcmp = pd.value("t_compare", NAN);
-    for (const char* block : {"risk", "M", "R"}) {
-      plot::Panel p{tcmp == tcmp ? fmt::format("{} (compared up to t = {:.3g})", block, tcmp) : block, "t", block, true, false, {}, {}, {}, {}};
-      int color = 0;
-      for (const auto& c : t.columns()) {
-        const auto pos = c.rfind("_theory");
-        if (pos == std::string::npos || pos + 7 != c.size()) continue;
-        const std::string q = c.substr(0, pos);
-        if (!(q == block || q.rfind(std::string(block) + "_", 0) == 0)) continue;
-        plot::Series line{q, {}, {}, {}, plot::Style::lines, color}, pts{"", {}, {}, {}, plot::Style::errorbars, color};
-        for (std::size_t r : rows) {
-          line.x.push_back(t.number(r, "t"));
-          line.y.push_back(t.number(r, q + "_theory"));
-          pts.x.push_back(t.number(r, "t"));
-          pts.y.push_back(t.number(r, q + "_sim"));
-          pts.yerr.push_back(t.number(r, q + "_sim_se"));
-        }
-        p.series.push_back(line);
-        p.series.push_back(pts);
-        ++color;
-      }
-      if (run.contains("bayes_risk") && std::string(block) == "risk") p.hlines.push_back({run["bayes_risk"].get<double>(), "Bayes risk"});
-      f.panels.push_back(p);
-    }
-    plot::render(f, dir / fmt::format("validate_D{:g}", D));
-  }
-  // Gap against D and escape time against log D.
-  plot::Figure g;
-  g.columns = 2;
-  plot::Panel gap{"RMS gap theory - simulation", "D", "gap", true, true, {}, {}, {}, {}};
-  int color = 0;
-  for (const char* b : {"M", "R", "risk"}) {
-    plot::Series s{b, {}, {}, {}, plot::Style::linespoints, color++};
-    for (const auto& pd : v["per_D"])
-      if (pd["gap_rms"][b].is_number()) s.x.push_back(pd["D"].get<double>()), s.y.push_back(pd["gap_rms"][b].get<double>());
-    gap.series.push_back(s);
-  }
-  if (!dims.empty()) {
-    plot::Series ref{"D^(-1/2)", {}, {}, {}, plot::Style::dashed, 7};
-    double g0 = NAN;
-    for (const auto& pd : v["per_D"])
-      if (pd["gap_rms"]["M"].is_number()) {
-        g0 = pd["gap_rms"]["M"].get<double>() * std::sqrt(pd["D"].get<double>());
-        break;
-      }
-    for (double D : dims) ref.x.push_back(D), ref.y.push_back(g0 / std::sqrt(D));
-    gap.series.push_back(ref);
-  }
-  g.panels.push_back(gap);
-  if (fs::exists(dir / "escape.csv")) {
-    const Table e = Table::read_csv_file((dir / "escape.csv").string());
-    plot::Panel esc{"plateau escape time (seed mean, SE)", "log D", "t_escape", false, false, {}, {}, {}, {}};
-    plot::Series s{"simulation", {}, {}, {}, plot::Style::errorbars, 0};
-    for (std::size_t r = 0; r < e.rows(); ++r)
-      if (std::isfinite(e.number(r, "escape_time"))) {
-        s.x.push_back(e.number(r, "log_D"));
-        s.y.push_back(e.number(r, "escape_time"));
-        s.yerr.push_back(std::isfinite(e.number(r, "escape_time_se")) ? e.number(r, "escape_time_se") : 0.0);
-      }
-    esc.series.push_back(s);
-    g.panels.push_back(esc);
-  }
-  plot::render(g, dir / "validate_scaling");
-}
-
 void plot_stability(const fs::path& dir) {
   const Table sp = Table::read_csv_file((dir / "spectrum.csv").string());
   const nlohmann::json st = nlohmann::json::parse(read_file(dir / "stability.json"));
@@ -249,7 +142,7 @@ void plot_specialization(const fs::path& dir) {
   const std::string command = run.value("command", "");
   if (command == "curve") plot_curve(dir, run, "curve.csv", false);
   else if (command == "simulate") plot_curve(dir, run, "sim.csv", true);
-  else if (command == "validate") plot_validate(dir, run);
+  // validate folders: the core's figures (hdat/core/validation_figures.hpp)
   else if (command == "analyze") plot_stability(dir);
 }
 

@@ -1,0 +1,145 @@
+// `hdat plot` of every output folder kind of every registered model with a theory and a check: curve,
+// simulate, validate (trajectory, and drift for dynamics models) and a sweep. Each draws, every
+// figure's gnuplot script has only non-empty data blocks and no empty panel, and a corrupted folder
+// fails with a message and writes nothing.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "../gnuplot_script.hpp"
+#include "../quiet_context.hpp"
+#include "hdat/app/plot.hpp"
+#include "hdat/app/run.hpp"
+#include "hdat/app/sweep.hpp"
+#include "hdat/core/error.hpp"
+#include "hdat/core/output.hpp"
+#include "hdat/core/plot.hpp"
+#include "hdat/core/registry.hpp"
+
+using namespace hdat;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / "hdat_test_figures" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir.parent_path());
+  return dir;
+}
+
+// Run `command` of `model` with `settings` into DIR, as `hdat COMMAND MODEL --set ... --out DIR` does.
+void run_into(const ModelEntry& model, const std::string& command, const json& settings, const fs::path& dir) {
+  std::vector<std::pair<std::string, json>> sets;
+  for (const auto& [key, value] : settings.items()) sets.emplace_back(key, value);
+  const Params p = resolve_for(model, json(), sets);
+  RunContext ctx = quiet_context();
+  ctx.threads = 2;
+  ctx.out = dir;
+  const app::Run run = app::run_command(model, command, p, ctx);
+  app::write_output(dir, run);
+}
+
+std::set<fs::path> files_of(const fs::path& dir) {
+  std::set<fs::path> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) out.insert(e.path());
+  return out;
+}
+
+// Draw DIR and check every figure: a PNG beside its script, whose data blocks hold rows and whose
+// panels each draw some of them.
+void check_figures(const fs::path& dir, const std::string& what) {
+  CAPTURE(what);
+  const app::PlotOutcome outcome = app::plot_folder(dir);
+  REQUIRE(!outcome.figures.empty());
+  CHECK(outcome.notes.empty());  // no fallback to the generic figures
+  for (const fs::path& png : outcome.figures) {
+    CAPTURE(png);
+    CHECK(fs::file_size(png) > 1000);
+    const fs::path gp = fs::path(png).replace_extension(".gp");
+    REQUIRE(fs::exists(gp));
+    const testing::GnuplotScript script(read_file(gp));
+    CHECK(!script.plots.empty());
+    CHECK(script.empty_plot() == "");
+  }
+  for (const fs::path& f : files_of(dir)) CHECK_MESSAGE(f.filename().string().find(".hdat-tmp") == std::string::npos, f);
+}
+
+// Fewer seeds and sizes than the smoke test: the figures, not the verdict, are under test.
+json small(const ModelEntry& m) {
+  json s = m.smoke.settings;
+  if (m.params.find("seeds") && m.params.find("seeds")->kind == ParamKind::integer) s["seeds"] = 2;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("hdat plot draws every folder kind of every model, no panel empty") {
+  if (!plot::available()) {
+    MESSAGE("gnuplot not installed: skipped");
+    return;
+  }
+  register_models();
+  int models = 0;
+  for (const ModelEntry* m : registry().all()) {
+    if (!m->commands.count("validate") || !m->smoke.declared()) continue;
+    CAPTURE(m->name);
+    ++models;
+    const json settings = small(*m);
+    for (const std::string command : {"curve", "simulate", "validate"}) {
+      if (!m->commands.count(command)) continue;
+      const fs::path dir = scratch(m->name + "_" + command);
+      run_into(*m, command, settings, dir);
+      check_figures(dir, m->name + " " + command);
+    }
+    if (m->dynamics) {
+      json drift = settings;
+      drift["mode"] = "drift";
+      drift["drift_samples"] = 200;
+      drift["drift_times"] = json::array({0.0});
+      const fs::path dir = scratch(m->name + "_drift");
+      run_into(*m, "validate", drift, dir);
+      check_figures(dir, m->name + " validate mode=drift");
+
+      app::SweepRequest sweep;
+      sweep.model = m->name;
+      for (const auto& [key, value] : settings.items()) sweep.assignments.emplace_back(key, value);
+      const double t_max = settings.value("t_max", 10.0);
+      sweep.grid = {"t_max=" + json::array({t_max / 2, t_max}).dump()};
+      sweep.out = scratch(m->name + "_sweep");
+      sweep.quiet = true;
+      sweep.threads = 2;
+      sweep::Communicator comm;
+      REQUIRE(app::run_sweep(sweep, comm).exit_code == 0);
+      check_figures(sweep.out, m->name + " sweep");
+    }
+  }
+  CHECK(models >= 1);
+  fs::remove_all(fs::temp_directory_path() / "hdat_test_figures");
+}
+
+TEST_CASE("a corrupted validate folder fails with a message naming the file and writes nothing") {
+  if (!plot::available()) return;
+  register_models();
+  const ModelEntry* m = registry().find("committee");
+  if (!m) return;
+  const fs::path dir = scratch("corrupted");
+  run_into(*m, "validate", small(*m), dir);
+  SUBCASE("validate.json cut short") {
+    const std::string text = read_file(dir / "validate.json");
+    write_file_atomic(dir / "validate.json", text.substr(0, text.size() / 2));
+    const std::set<fs::path> before = files_of(dir);
+    CHECK_THROWS_WITH_AS(app::plot_folder(dir), doctest::Contains("validate.json"), InputError);
+    CHECK(files_of(dir) == before);
+  }
+  SUBCASE("escape.csv (read after the figures of every size are drawn) without its columns") {
+    write_file_atomic(dir / "escape.csv", "N,t\n500,0\n");
+    const std::set<fs::path> before = files_of(dir);
+    CHECK_THROWS_WITH_AS(app::plot_folder(dir), doctest::Contains("escape.csv"), InputError);
+    CHECK(files_of(dir) == before);
+  }
+  fs::remove_all(fs::temp_directory_path() / "hdat_test_figures");
+}
