@@ -13,7 +13,10 @@ namespace {
 // the Moreau envelope f, its Σ-derivative, the pathwise m-derivative, Σ_e c_e [∇²f]_ee, the test
 // errors with and without label noise, the training loss, and statistics of the prox solve.
 namespace term {
-enum : int { envelope, d_sigma, d_m_pathwise, hessian_trace, test, test_clean, train, prox_iterations, switched, unconverged, count };
+enum : int {
+  envelope, d_sigma, d_m_pathwise, d_q_pathwise, hessian_trace, test, test_clean, train, prox_iterations, switched,
+  several_minima, unconverged, count
+};
 }  // namespace term
 
 // The β0 → ∞ limit of the softmax labels: each row one-hot at its argmax.
@@ -35,7 +38,7 @@ struct ProxSampleKernel {
   Channel channel = Channel::linear;
   double beta = 0, beta0 = 0, Q0 = 0, noise = 0, Sigma = 0, a = 0, b = 0;
   const SampleSideOptions* opt = nullptr;
-  bool use_warm = false, maybe_nonconvex = false, sigma_limit = false, multistart_all = false;
+  bool use_warm = false, maybe_nonconvex = false, sigma_limit = false;
   double* warm = nullptr;  ///< K values per sample
   // Scratch.
   KVec omega, start, D, cvec;
@@ -57,7 +60,7 @@ struct ProxSampleKernel {
     out[term::test_clean] = (Y0 - P).squaredNorm();
     double* ws = warm + static_cast<std::size_t>(i) * L->K();
     if (sigma_limit) small_sigma_terms(z, ws, out);
-    else prox_terms(i, z, ws, out);
+    else prox_terms(z, ws, out);
   }
 
  private:
@@ -96,55 +99,57 @@ struct ProxSampleKernel {
     KVec grad(K);
     KMat hess(K, K);
     const double loss = channel_loss(*L, channel, beta, Y, omega, &grad, &hess);
-    double dS = 0, dm = 0, htr = 0;
+    const double* w = u + K;
+    double dS = 0, dm = 0, dq = 0, htr = 0;
     for (int e = 0; e < K; ++e) {
       dS -= grad(e) * grad(e) / L->weight(e);
       dm += grad(e) * std::sqrt(cvec(e)) * u[e];
+      dq += grad(e) * std::sqrt(cvec(e)) * w[e];
       htr += cvec(e) * hess(e, e);
       ws[e] = omega(e);
     }
-    out[term::envelope] = loss, out[term::d_sigma] = dS, out[term::d_m_pathwise] = dm, out[term::hessian_trace] = htr;
-    out[term::train] = loss, out[term::prox_iterations] = 0, out[term::switched] = 0, out[term::unconverged] = 0;
+    out[term::envelope] = loss, out[term::d_sigma] = dS, out[term::d_m_pathwise] = dm, out[term::d_q_pathwise] = dq;
+    out[term::hessian_trace] = htr, out[term::train] = loss, out[term::prox_iterations] = 0, out[term::switched] = 0;
+    out[term::several_minima] = 0, out[term::unconverged] = 0;
   }
 
-  // The prox from the warm start (else Ω), with a second start from the label-matching logits where
-  // the problem may be non-convex; then the envelope's derivatives at the minimiser.
-  void prox_terms(long i, const double* u, double* ws, double* out) {
+  // The prox: where it may be non-convex, its global minimiser from every branch start (and the
+  // warm start); elsewhere the unique minimiser from the warm start (else Ω). Then the envelope's
+  // derivatives at the minimiser.
+  void prox_terms(const double* u, double* ws, double* out) {
     const int K = L->K();
     if (use_warm) for (int e = 0; e < K; ++e) start(e) = ws[e];
     else start = omega;
-    ProxResult pr = prox_solve(*L, channel, beta, Sigma, omega, Y, start, opt->prox);
-    double switched_start = 0;
-    if (maybe_nonconvex && opt->multistart && (multistart_all || i % 16 == 0)) {
-      KVec alt(K);
-      // One-hot labels have no finite matching logits: start from a large but finite margin.
+    ProxResult pr;
+    double switched_start = 0, several = 0, iterations = 0;
+    if (maybe_nonconvex && opt->multistart) {
+      // One-hot labels have no finite matching logits: a large but finite margin instead.
       const double floor_y = opt->hardmax_labels ? 1e-4 : 1e-300;
-      for (int e = 0; e < K; ++e) {
-        const int ra = L->row(e), rb = L->col(e);
-        alt(e) = 0.5 * (std::log(std::max(Y(ra, rb), floor_y)) + std::log(std::max(Y(rb, ra), floor_y))) / beta;
-      }
-      // Softmax rows are shift invariant: centre the start on Ω's mean so the quadratic is small.
-      alt.array() += (omega.mean() - alt.mean());
-      ProxResult p2 = prox_solve(*L, channel, beta, Sigma, omega, Y, alt, opt->prox);
-      if (p2.value < pr.value - 1e-12 * std::max(1.0, std::fabs(pr.value))) {
-        pr = p2;
-        switched_start = 1;
-      }
+      GlobalProxResult g = prox_global(*L, channel, beta, Sigma, omega, Y, use_warm ? &start : nullptr, floor_y, opt->prox);
+      pr = std::move(g.best);
+      switched_start = g.winner > 0 ? 1 : 0;
+      several = g.distinct_minima > 1 ? 1 : 0;
+      iterations = double(pr.iterations);
+    } else {
+      pr = prox_solve(*L, channel, beta, Sigma, omega, Y, start, opt->prox);
+      iterations = double(pr.iterations);
     }
     for (int e = 0; e < K; ++e) ws[e] = pr.v(e);
-    // Envelope derivatives.
+    const double* w = u + K;
     const KVec r = pr.v - omega;
-    double dS = 0, dm = 0, htr = 0;
+    double dS = 0, dm = 0, dq = 0, htr = 0;
     Eigen::LDLT<KMat> ldlt(pr.hess);
     KMat Hinv = ldlt.solve(KMat::Identity(K, K));
     for (int e = 0; e < K; ++e) {
-      const double we = L->weight(e);
+      const double we = L->weight(e), grad_e = -D(e) * r(e);  // ∂f/∂Ω_e
       dS -= we * r(e) * r(e) / (4 * Sigma * Sigma);
-      dm += -D(e) * r(e) * std::sqrt(cvec(e)) * u[e];
+      dm += grad_e * std::sqrt(cvec(e)) * u[e];
+      dq += grad_e * std::sqrt(cvec(e)) * w[e];
       htr += cvec(e) * (D(e) - D(e) * D(e) * Hinv(e, e));
     }
-    out[term::envelope] = pr.value, out[term::d_sigma] = dS, out[term::d_m_pathwise] = dm, out[term::hessian_trace] = htr;
-    out[term::train] = pr.loss, out[term::prox_iterations] = double(pr.iterations), out[term::switched] = switched_start;
+    out[term::envelope] = pr.value, out[term::d_sigma] = dS, out[term::d_m_pathwise] = dm, out[term::d_q_pathwise] = dq;
+    out[term::hessian_trace] = htr, out[term::train] = pr.loss, out[term::prox_iterations] = iterations;
+    out[term::switched] = switched_start, out[term::several_minima] = several;
     out[term::unconverged] = pr.converged ? 0.0 : 1.0;
   }
 };
@@ -200,21 +205,34 @@ SampleSideResult SampleSide::evaluate(double alpha, double Sigma, double m, doub
   // Monte Carlo error, while r = H* − Ω computed from a Newton solve would lose 16 + log10 Σ digits.
   constexpr double kSigmaLimit = 1e-9;
   kernel.sigma_limit = Sigma < kSigmaLimit;
-  kernel.multistart_all = multistart_all_;
   kernel.warm = warm_.data();
   // Groups: the random shifts of the Sobol set, or consecutive blocks of i.i.d. Monte Carlo samples
   // (the core's Monte Carlo set is one group; any partition of i.i.d. samples is as good).
   const int G = set_.kind() == Sampling::sobol ? set_.groups() : opt_.groups;
   const Eigen::MatrixXd gm = block_expectations(set_, kernel, term::count, G, opt_.threads);
   warm_valid_ = true;
-  // Hats per group (fixed order: bit-identical for any thread count).
+  // Hats per group (fixed order: bit-identical for any thread count). ∂_q M and ∂_m M: the pathwise
+  // forms where the minimiser may jump between branches (and Ω depends on w, b > 0), else the
+  // Hessian form (one more Stein step, lower variance; header and derivation.md §8.3).
   const Eigen::VectorXd mean = gm.rowwise().mean();
-  auto hats = [&](const Eigen::VectorXd& v, double& dq, double& dmM) {
-    dq = 0.5 * v(term::hessian_trace) * opt_.broken_dq_factor;
+  const bool pathwise = kernel.maybe_nonconvex && !kernel.sigma_limit && kernel.b > 1e-6 * std::sqrt(std::max(q, 1e-300));
+  auto hessian_form = [&](const Eigen::VectorXd& v, double& dq, double& dmM) {
+    dq = 0.5 * v(term::hessian_trace);
     dmM = v(term::d_m_pathwise) / std::sqrt(Q0_) - (m / Q0_) * v(term::hessian_trace);
+  };
+  auto hats = [&](const Eigen::VectorXd& v, double& dq, double& dmM) {
+    if (pathwise) {
+      dq = v(term::d_q_pathwise) / (2 * kernel.b);
+      dmM = v(term::d_m_pathwise) / std::sqrt(Q0_) - (m / Q0_) * 2 * dq;
+    } else {
+      hessian_form(v, dq, dmM);
+    }
+    dq *= opt_.broken_dq_factor;
     return Eigen::Vector3d(-4 * alpha * v(term::d_sigma), -2 * alpha * dmM, 4 * alpha * dq);
   };
   SampleSideResult r;
+  r.pathwise = pathwise;
+  hessian_form(mean, r.dM_dq_hessian, r.dM_dm_hessian);
   r.M = mean(term::envelope);
   r.dM_dSigma = mean(term::d_sigma);
   const Eigen::Vector3d h = hats(mean, r.dM_dq, r.dM_dm);
@@ -226,7 +244,7 @@ SampleSideResult SampleSide::evaluate(double alpha, double Sigma, double m, doub
   r.train_loss = mean(term::train);
   r.mean_prox_iterations = mean(term::prox_iterations);
   r.multistart_switches = std::lround(mean(term::switched) * static_cast<double>(set_.size()));
-  if (r.multistart_switches > 0) multistart_all_ = true;
+  r.multiple_minima = std::lround(mean(term::several_minima) * static_cast<double>(set_.size()));
   r.unconverged = std::lround(mean(term::unconverged) * static_cast<double>(set_.size()));
   // Standard errors from the spread of the G group estimates.
   Eigen::MatrixXd gh(3, G);

@@ -1,6 +1,8 @@
 #include "hdat/tied_attention/prox.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace hdat::tied {
 
@@ -150,6 +152,80 @@ ProxResult prox_solve(const SymLayout& L, Channel ch, double beta, double Sigma,
   r.value = f;
   r.loss = loss;
   return r;
+}
+
+namespace {
+
+// Row a's diagonal logit at which σ_β(H_a·)_a = y_aa with the row's other entries fixed:
+// H_aa = [logit(y_aa) + log Σ_{b≠a} exp(β H_ab)]/β (log-sum-exp; the logit from y_aa and its
+// complement Σ_{b≠a} y_ab, so that y_aa near 1 keeps its digits).
+double matched_diagonal(const SymLayout& L, double beta, const KVec& H, const TMat& Y, int a, double floor) {
+  const int T = L.T();
+  double mx = -std::numeric_limits<double>::infinity(), rest = 0;
+  for (int b = 0; b < T; ++b)
+    if (b != a) {
+      mx = std::max(mx, beta * H(L.index(a, b)));
+      rest += Y(a, b);
+    }
+  double lse = 0;
+  for (int b = 0; b < T; ++b)
+    if (b != a) lse += std::exp(beta * H(L.index(a, b)) - mx);
+  const double y = std::clamp(Y(a, a), floor, 1 - floor), c = std::clamp(rest, floor, 1 - floor);
+  return (std::log(y) - std::log(c) + mx + std::log(lse)) / beta;
+}
+
+}  // namespace
+
+GlobalProxResult prox_global(const SymLayout& L, Channel ch, double beta, double Sigma, const KVec& omega, const TMat& Y,
+                             const KVec* warm, double label_floor, const ProxOptions& opt) {
+  const int T = L.T(), K = L.K();
+  std::vector<KVec> starts;
+  if (warm) starts.push_back(*warm);
+  // Ω with the rows of the subset (bit mask) moved to their label-fitting diagonal logits.
+  auto branch = [&](unsigned mask) {
+    KVec v = omega;
+    for (int a = 0; a < T; ++a)
+      if (mask & (1u << a)) v(L.index(a, a)) = matched_diagonal(L, beta, omega, Y, a, label_floor);
+    return v;
+  };
+  const unsigned all = (1u << T) - 1;
+  if (T <= 3) {
+    for (unsigned mask = 0; mask <= all; ++mask) starts.push_back(branch(mask));
+  } else {
+    starts.push_back(branch(0));
+    for (int a = 0; a < T; ++a) starts.push_back(branch(1u << a));
+    starts.push_back(branch(all));
+    // The symmetrised label logits (log y)/β, centred on Ω (softmax is shift invariant per row).
+    KVec alt(K);
+    for (int e = 0; e < K; ++e) {
+      const int ra = L.row(e), rb = L.col(e);
+      alt(e) = 0.5 * (std::log(std::max(Y(ra, rb), label_floor)) + std::log(std::max(Y(rb, ra), label_floor))) / beta;
+    }
+    alt.array() += omega.mean() - alt.mean();
+    starts.push_back(alt);
+  }
+  GlobalProxResult g;
+  std::vector<KVec> minima;
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    ProxResult r = prox_solve(L, ch, beta, Sigma, omega, Y, starts[k], opt);
+    ++g.starts;
+    if (r.converged) {
+      const double scale = 1 + r.v.cwiseAbs().maxCoeff();
+      const bool seen = std::any_of(minima.begin(), minima.end(),
+                                    [&](const KVec& v) { return (v - r.v).cwiseAbs().maxCoeff() <= 1e-6 * scale; });
+      if (!seen) minima.push_back(r.v);
+    }
+    // A converged minimum beats an unconverged one; otherwise the lower value (ties: the earlier start).
+    const bool better = k == 0 || (r.converged && !g.best.converged) ||
+                        (r.converged == g.best.converged &&
+                         r.value < g.best.value - 1e-12 * std::max(1.0, std::fabs(g.best.value)));
+    if (better) {
+      g.best = std::move(r);
+      g.winner = static_cast<int>(k);
+    }
+  }
+  g.distinct_minima = static_cast<int>(minima.size());
+  return g;
 }
 
 }  // namespace hdat::tied

@@ -6,11 +6,17 @@
 // Y = h0 + noise (linear), noise variance c_e Δ/2.
 // Parametrisation (Z0 independent of the order parameters, so that only Ω moves):
 //   h0_e = √(c_e Q0) u_e,  Ω_e = √c_e (a u_e + b w_e),  a = m/√Q0,  b = √(q − m²/Q0).
-// Derivatives by the envelope theorem, with Stein's lemma on w (no 1/b, low variance):
-//   ∂_Σ M = −E Σ_e w_e r_e²/(4Σ²)                      (r = H* − Ω)
-//   ∂_q M = ½ E Σ_e c_e [∇²_Ω f]_ee,   ∇²_Ω f = D − D (∇²F)^{-1} D,  D = diag(w_e/(2Σ))
-//   ∂_m M = E Σ_e (∂f/∂Ω_e) √c_e u_e/√Q0 − (m/Q0) E Σ_e c_e [∇²_Ω f]_ee
-// and q̂ = −4α ∂_Σ M, m̂ = −2α ∂_m M, Σ̂ = 4α ∂_q M. Expectations over a fixed (common random
+// Derivatives by the envelope theorem at the GLOBAL minimiser H* (r = H* − Ω, ∂f/∂Ω = −D r,
+// D = diag(w_e/(2Σ))):
+//   ∂_Σ M = −E Σ_e w_e r_e²/(4Σ²)
+//   ∂_q M = E Σ_e (∂f/∂Ω_e) √c_e w_e/(2b)                                       (pathwise)
+//   ∂_m M = E Σ_e (∂f/∂Ω_e) √c_e u_e/√Q0 − (m/(Q0 b)) E Σ_e (∂f/∂Ω_e) √c_e w_e
+// Where the prox is convex, ∂f/∂Ω is smooth and one more Stein step on w gives the lower-variance
+// Hessian form ∂_q M = ½ E Σ_e c_e [∇²_Ω f]_ee (∇²_Ω f = D − D (∇²F)⁻¹ D), used there. Where it may be
+// non-convex, H* jumps between branches, ∂f/∂Ω jumps with it, and that second Stein step would miss
+// the jumps' contribution: the pathwise forms are used (f itself is continuous, so they stay
+// unbiased; derivation.md §8.3).
+// q̂ = −4α ∂_Σ M, m̂ = −2α ∂_m M, Σ̂ = 4α ∂_q M. Expectations over a fixed (common random
 // numbers) randomised Sobol or Monte Carlo set; standard errors from the spread of its groups.
 #include <Eigen/Dense>
 #include <cstdint>
@@ -28,10 +34,10 @@ struct SampleSideOptions {
   std::uint64_t seed = 1;
   int threads = 0;           ///< 0: OpenMP default
   ProxOptions prox;
-  /// Second start from the label-matching logits where the prox may be non-convex (1/(2Σ) < 5β²).
-  /// Probed on every 16th sample; once a probe finds a lower minimum, applied to every sample.
+  /// Where the prox may be non-convex (1/(2Σ) < 5β²): the global minimiser of every sample, from
+  /// every branch start (prox_global). false: the warm start (else Ω) only — a local minimum (tests).
   bool multistart = true;
-  bool warm_start = true;    ///< reuse each sample's previous minimiser
+  bool warm_start = true;    ///< reuse each sample's previous minimiser (one more start where non-convex)
   /// Linear channel: use the closed form (Gaussian expectations in closed form, no sampling).
   bool exact_linear = true;
   /// For tests that must see a comparison fail: multiplies ∂_q M (hence Σ̂). 1 = correct.
@@ -47,7 +53,13 @@ struct SampleSideResult {
   double se_test_error = 0, se_test_error_clean = 0, se_train_loss = 0;
   Eigen::Matrix3d hat_cov = Eigen::Matrix3d::Zero();  ///< covariance of the estimates of (q̂, m̂, Σ̂)
   double mean_prox_iterations = 0;
-  long multistart_switches = 0;  ///< samples where the second start won
+  /// Which derivative estimators gave m̂, Σ̂: pathwise (prox possibly non-convex) or the Hessian form.
+  bool pathwise = false;
+  /// The Hessian-form (second Stein step) estimates at the same samples, for comparison: unbiased
+  /// only where the minimiser is continuous in Ω (equal to dM_dq, dM_dm when !pathwise).
+  double dM_dq_hessian = 0, dM_dm_hessian = 0;
+  long multistart_switches = 0;  ///< samples whose global minimum is not the one reached from the first start
+  long multiple_minima = 0;      ///< samples whose prox has more than one local minimum
   long unconverged = 0;          ///< samples whose prox did not meet its tolerance
 };
 
@@ -70,7 +82,6 @@ class SampleSide {
   GaussianSampleSet set_;
   std::vector<double> warm_;  ///< K values per sample
   bool warm_valid_ = false;
-  bool multistart_all_ = false;  ///< a probe found a better second minimum: multistart every sample
 };
 
 }  // namespace hdat::tied

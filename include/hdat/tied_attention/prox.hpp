@@ -63,4 +63,20 @@ struct ProxResult {
 ProxResult prox_solve(const SymLayout& L, Channel ch, double beta, double Sigma, const KVec& omega, const TMat& Y,
                       const KVec& start, const ProxOptions& opt = {});
 
+/// The global minimiser where the prox may be non-convex (derivation.md §8.2): every local minimum
+/// lies on a branch where each row of H either stays near Ω (the quadratic wins) or fits its label;
+/// Newton is started once per branch — Ω with the diagonal logit of each subset R of rows moved to
+/// where row a's softmax weight σ_β(H_a·)_a equals y_aa (all subsets for T <= 3; for T >= 4 the empty
+/// set, single rows and all rows, plus the symmetrised label logits) — and from `warm` when given
+/// (first, so that ties keep the previous branch). The lowest value wins. Label weights are clamped
+/// to [label_floor, 1 − label_floor] (one-hot labels have no finite matching logits).
+struct GlobalProxResult {
+  ProxResult best;
+  int starts = 0;          ///< Newton solves run
+  int winner = 0;          ///< index of the start that won (0: `warm` if given, else Ω)
+  int distinct_minima = 0; ///< converged minima that differ (in H, relative 1e-6)
+};
+GlobalProxResult prox_global(const SymLayout& L, Channel ch, double beta, double Sigma, const KVec& omega, const TMat& Y,
+                             const KVec* warm, double label_floor, const ProxOptions& opt = {});
+
 }  // namespace hdat::tied
