@@ -227,6 +227,8 @@ void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsMode
   entry.commands["curve"] = [model](const Params& p, RunContext& ctx) { return dynamics_curve(*model, p, ctx); };
   entry.commands["simulate"] = [model](const Params& p, RunContext& ctx) { return dynamics_simulate(*model, p, ctx); };
   entry.commands["validate"] = [model](const Params& p, RunContext& ctx) { return dynamics_validate(*model, p, ctx); };
+  // validate's verdict is the sweep's status column (ok, disagree, undecided); its size is this number.
+  entry.command_observables.emplace("validate", std::vector<std::string>{"worst=info:validation.max_deviation_over_allowed"});
   entry.dynamics = model;
 }
 
