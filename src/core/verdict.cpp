@@ -161,7 +161,8 @@ namespace {
 std::string describe_entry(const nlohmann::json& where) {
   std::string text;
   for (const auto& [key, value] : where.items())
-    text += fmt::format("{}{} = {}", text.empty() ? "" : ", ", key, value.is_string() ? value.get<std::string>() : value.dump());
+    text += fmt::format("{}{} = {}", text.empty() ? "" : ", ", key,
+                        value.is_string() ? value.get<std::string>() : value.is_number() ? fmt::format("{:.6g}", value.get<double>()) : value.dump());
   return text.empty() ? "an entry" : text;
 }
 }  // namespace
