@@ -160,6 +160,15 @@ TEST_CASE("curve starts from the seeds' mean of the replicas' initial overlaps, 
   CHECK(one.tables.at("curve.csv").number(0, "eg") ==
         doctest::Approx(ode.generalisation_error(OnlineSGD(s, 500, 0, 0, 0).state())).epsilon(1e-12));
   CHECK(by_mean.summary.find("start from") != std::string::npos);
+  // The default curve (start=mean, default t_max) runs past the escape into the approach to eg = 0.
+  const RunOutput full = run("curve", nlohmann::json::object());
+  REQUIRE(full.info.at("events").at("escape_time").is_number());
+  const Table& curve = full.tables.at("curve.csv");
+  const double t_end = curve.number(curve.rows() - 1, "t"), escape = full.info["events"]["escape_time"].get<double>();
+  MESSAGE(fmt::format("default curve: escape at t = {:.6g}, t_max = {:g}, eg(t_max) = {:.3g}", escape, t_end, curve.number(curve.rows() - 1, "eg")));
+  CHECK(escape < 0.5 * t_end);
+  CHECK(curve.number(curve.rows() - 1, "eg") < 1e-4);
+  CHECK(full.summary.find("event escape_time") != std::string::npos);
 }
 
 TEST_CASE("simulate: seed means with standard errors, eg and eg_test") {

@@ -18,7 +18,7 @@ namespace {
 
 StandardDefaults standard_defaults() {
   StandardDefaults d;
-  d.t_max = 300;
+  d.t_max = 1000;  // past the plateau escape (t ≈ 360 from the seeds' mean start) into the approach to eg = 0
   d.n_points = 120;
   d.seeds = 8;
   d.dims = {500, 1000, 2000};

@@ -12,7 +12,7 @@
 namespace hdat::committee {
 
 /// Every key: the model's own (declare_model_keys) and the harness's shared ones with this
-/// model's defaults (t_max 300, n_points 120, seeds 8, dims 500/1000/2000, size key N).
+/// model's defaults (t_max 1000, n_points 120, seeds 8, dims 500/1000/2000, size key N).
 const ParamSet& parameters();
 
 /// The declaration (one object, shared by every command).
