@@ -96,6 +96,7 @@ FamilyTest InverseSizeCheck::family() const {
     e.dof_seeds = pt.dof;
     e.allowance = criterion_.rel_floor * std::fabs(pt.theory);
     e.scale = scale;
+    e.block = std::visit([](const auto& v) { return fmt::format("{}", v); }, group(pt));
     for (std::size_t k = 0; k < keys_.size() && k < pt.row.size(); ++k)
       std::visit([&](const auto& v) { e.where[keys_[k]] = v; }, pt.row[k]);
     family.add(std::move(e));

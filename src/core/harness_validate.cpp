@@ -37,6 +37,7 @@ struct SizeRun {
   /// Per row, c_se: the standard error over seeds of the paired deviation theory(x0_i) − run_i
   /// (empty for a deterministic model).
   Table paired;
+  std::vector<Table> paired_runs;  ///< per seed, theory(x0_i) − run_i (the sign-flip test's data)
   double t_compare = 0;
   stats::MeanSe escape;
 };
@@ -45,8 +46,8 @@ struct SizeRun {
 // follows a run's own start, so theory(x̄0) − mean of runs fluctuates like the mean of the paired
 // deviations theory(x0_i) − run_i (to O(1/size), which the allowance covers), not like the mean
 // of the runs. The theory here is replica 0; its own sampling error is the replicas' spread.
-Table paired_deviations(const DynamicsModel& model, const Params& p, const DynamicsSettings& s, const StateLayout& layout,
-                        const Ensemble& ens) {
+std::vector<Table> paired_deviations(const DynamicsModel& model, const Params& p, const DynamicsSettings& s, const StateLayout& layout,
+                                     const Ensemble& ens) {
   const auto theory = model.theory(p, 0);
   std::vector<Table> deviations;
   for (const Table& run : ens.runs) {
@@ -71,7 +72,7 @@ Table paired_deviations(const DynamicsModel& model, const Params& p, const Dynam
     for (std::size_t r = 0; r < rows; ++r) cut.add_row(d.row(r));
     d = std::move(cut);
   }
-  return ensemble_mean(deviations);
+  return deviations;
 }
 
 // The end of the comparison window: t_compare when set, else the first escape among the seeds, else
@@ -142,10 +143,11 @@ std::vector<SizeRun> run_sizes(const DynamicsModel& model, const Params& p, cons
     if (ens.finished == 0 || interrupted()) break;
     const Eigen::VectorXd x0 = measured_initial_state(ens, layout);
     ReplicatedTheory th = run_theory_replicas(model, p, x0, s.t_start, s.times, s.integrate, s.theory_replicas);
-    Table paired = s.deterministic ? Table({"t"}) : paired_deviations(model, p, s, layout, ens);
+    std::vector<Table> per_seed = s.deterministic ? std::vector<Table>{} : paired_deviations(model, p, s, layout, ens);
+    Table paired = per_seed.empty() ? Table({"t"}) : ensemble_mean(per_seed);
     const double t_cmp = comparison_end(s, ens);
     const stats::MeanSe esc = escape_statistics(ens);
-    runs.push_back({std::move(ens), std::move(th), std::move(paired), t_cmp, esc});
+    runs.push_back({std::move(ens), std::move(th), std::move(paired), std::move(per_seed), t_cmp, esc});
   }
   return runs;
 }
@@ -223,6 +225,7 @@ struct PendingPoint {
   std::size_t size_index = 0;
   double theory = 0, simulation = 0, simulation_se = 0;
   bool judged = false;
+  std::size_t index = 0;  // in the family, when judged
   ComparedEntry entry;
 };
 
@@ -261,7 +264,14 @@ void collect_size(const SizeRun& run, std::size_t size_index, bool judged, const
       e.allowance = s.rel_tolerance * scale[cmp.block_of.at(q)] + s.abs_tolerance;
       e.scale = scale[cmp.block_of.at(q)];
       e.where = {{s.size_name, ens.size}, {"t", t}, {"quantity", q}};
-      if (judged) family.add(e);
+      e.block = cmp.block_of.at(q);
+      if (paired && e.se_other == 0) {  // the sign-flip test's data: every seed's own deviation
+        for (const Table& d : run.paired_runs) e.units.push_back(d.number(r, q));
+        e.unit_group = static_cast<int>(size_index);
+        e.joint = fmt::format("{:.12g}|{}", t, q);
+        e.ramp = run.t_compare > 0 ? std::clamp(t / run.t_compare, 0.0, 1.0) : 1.0;
+      }
+      if (judged) pt.index = family.add(e);
       if (t <= cmp.t_common) {
         auto& g = c.gap[cmp.block_of.at(q)];
         g.first += e.deviation * e.deviation;
@@ -278,13 +288,16 @@ void judge_points(const std::vector<PendingPoint>& points, const FamilyTest& fam
   const long tests = family.tests();
   for (const PendingPoint& pt : points) {
     const ComparedEntry& e = pt.entry;
-    const Judgement j = judge(e, family.criterion(), tests);
+    const Judgement j = pt.judged ? family.judge(pt.index) : judge(e, family.criterion(), tests);
     v.points.add_row(std::vector<Cell>{runs[pt.size_index].ensemble.size, e.where.at("t").get<double>(), e.where.at("quantity").get<std::string>(),
                                        pt.theory, pt.simulation, pt.simulation_se, e.se_other, e.deviation, j.se, j.dof, j.critical,
                                        j.allowed, j.agree ? 1.0 : 0.0});
     if (!pt.judged) continue;
     SizeComparison& c = by_size[pt.size_index];
-    c.worst = std::max(c.worst, j.allowed > 0 ? std::fabs(e.deviation) / j.allowed : (e.deviation == 0 ? 0.0 : INFINITY));
+    const double ratio = family.sign_flip() && j.se > 0 ? family.flip()->z[pt.index] / j.critical  // the test's own scale
+                         : j.allowed > 0             ? std::fabs(e.deviation) / j.allowed
+                                                     : (e.deviation == 0 ? 0.0 : INFINITY);
+    c.worst = std::max(c.worst, ratio);
     ++c.points;
     c.agree += j.agree;
   }
@@ -404,6 +417,7 @@ TrajectoryValidation validate_trajectories(const DynamicsModel& model, const Par
   std::vector<PendingPoint> points;
   const auto judged = [&](std::size_t k) { return s.judge_every_size || k + 1 == runs.size(); };
   for (std::size_t k = 0; k < runs.size(); ++k) collect_size(runs[k], k, judged(k), cmp, s, v, by_size[k], points, family);
+  family.decide();
   judge_points(points, family, runs, v, by_size);
 
   GapsBySize gaps;
@@ -494,6 +508,7 @@ DriftValidation validate_drift(const DynamicsModel& model, const Params& p, RunC
         entry.allowance = s.drift_abs_tolerance;
         entry.scale = scale;
         entry.where = {{"t", system->time()}, {"term", th.name(k)}, {"entry", layout.component_name(c)}};
+        entry.block = th.name(k);
         family.add(std::move(entry));
         shown.push_back({tv, m(c)});
       }
@@ -503,10 +518,9 @@ DriftValidation validate_drift(const DynamicsModel& model, const Params& p, RunC
   }
   progress.finish();
   double worst_z = 0;
-  const long tests = family.tests();
   for (std::size_t k = 0; k < family.size(); ++k) {
     const ComparedEntry& e = family.entry(k);
-    const Judgement j = judge(e, criterion, tests);
+    const Judgement j = family.judge(k);
     const double z = j.se > 0 ? e.deviation / j.se : (e.deviation == 0 ? 0.0 : NAN);
     if (std::isfinite(z)) worst_z = std::max(worst_z, std::fabs(z));
     v.rows.add_row(std::vector<Cell>{e.where.at("t").get<double>(), e.where.at("term").get<std::string>(), e.where.at("entry").get<std::string>(),

@@ -119,40 +119,95 @@ long seeds_needed(const ComparedEntry& e, const FamilyCriterion& c, long tests) 
 
 std::size_t FamilyTest::add(ComparedEntry e) {
   entries_.push_back(std::move(e));
+  flip_.reset();
   return entries_.size() - 1;
+}
+
+void FamilyTest::decide() {
+  flip_.reset();
+  bool seeds = false, other = false;
+  for (const ComparedEntry& e : entries_) seeds = seeds || !e.units.empty(), other = other || e.se_other > 0;
+  // The theory's own sampling error is shared by every seed: flips cannot represent it.
+  if (seeds && !other) flip_ = sign_flip_test(entries_, criterion_);
 }
 
 long FamilyTest::tests() const {
   long m = 0;
+  if (flip_) {
+    for (std::size_t k = 0; k < entries_.size(); ++k) m += flip_->w[k] > 0 ? 1 : 0;
+    return m;
+  }
   for (const ComparedEntry& e : entries_) m += e.se() > 0 ? 1 : 0;
   return m;
+}
+
+Judgement FamilyTest::judge(std::size_t k) const {
+  if (!flip_) return hdat::judge(entries_[k], criterion_, tests());
+  const ComparedEntry& e = entries_[k];
+  Judgement j;
+  j.se = flip_->w[k];
+  j.dof = e.units.empty() ? INFINITY : static_cast<double>(e.units.size() - 1);
+  if (j.se == 0) {  // not tested: the allowance alone
+    j.allowed = e.allowance;
+    j.agree = std::fabs(e.deviation) <= e.allowance;
+    return j;
+  }
+  j.critical = flip_->critical;
+  j.catchable = j.critical * j.se;
+  j.allowed = j.catchable + e.allowance;
+  j.agree = flip_->z[k] <= j.critical;  // its combined entry's judgement (every size at this time and quantity)
+  const auto r = flip_->block_resolved.find(e.block);
+  j.resolved = flip_->rank >= 1 && (r == flip_->block_resolved.end() || r->second);
+  return j;
 }
 
 struct FamilyTest::Summary {
   long tests = 0, outside = 0, unresolved = 0;
   double critical_min = INFINITY, critical_max = 0;
   std::size_t worst = 0, least_resolved = 0;
-  double worst_ratio = 0, resolution = 0;  // largest |δ| / allowed; largest c·SE / scale
-  long seeds = 0;                          // the most seeds any entry needs (-1: seeds cannot)
+  double worst_ratio = 0, resolution = 0;  // largest |δ| / allowed (sign flip: z / c); largest c·SE / scale
+  long seeds = 0;                          // the most seeds any block needs (-1: seeds cannot)
+  std::vector<std::string> unresolved_blocks;
 };
 
 FamilyTest::Summary FamilyTest::summarise() const {
   Summary s;
   s.tests = tests();
+  // Per block: entries, unresolved ones, and the seeds each unresolved entry needs.
+  std::map<std::string, std::pair<long, std::vector<long>>> blocks;
   for (std::size_t k = 0; k < entries_.size(); ++k) {
     const ComparedEntry& e = entries_[k];
-    const Judgement j = hdat::judge(e, criterion_, s.tests);
+    const Judgement j = judge(k);
     if (j.se > 0) s.critical_min = std::min(s.critical_min, j.critical), s.critical_max = std::max(s.critical_max, j.critical);
     s.outside += j.agree ? 0 : 1;
-    const double ratio = j.allowed > 0 ? std::fabs(e.deviation) / j.allowed : (e.deviation == 0 ? 0.0 : INFINITY);
+    const double ratio = flip_ ? (j.se > 0 ? flip_->z[k] / j.critical : (j.agree ? 0.0 : INFINITY))
+                               : j.allowed > 0 ? std::fabs(e.deviation) / j.allowed : (e.deviation == 0 ? 0.0 : INFINITY);
     if (ratio > s.worst_ratio || k == 0) s.worst_ratio = ratio, s.worst = k;
     const double resolution = j.catchable == 0 ? 0.0 : e.scale > 0 ? j.catchable / e.scale : INFINITY;
     if (resolution > s.resolution || k == 0) s.resolution = resolution, s.least_resolved = k;
+    auto& b = blocks[e.block];
+    ++b.first;
     if (!j.resolved) {
       ++s.unresolved;
-      const long need = seeds_needed(e, criterion_, s.tests);
-      if (s.seeds >= 0) s.seeds = need < 0 ? -1 : std::max(s.seeds, need);
+      if (!flip_) b.second.push_back(seeds_needed(e, criterion_, s.tests));
     }
+  }
+  if (flip_) {
+    for (const auto& [name, resolved] : flip_->block_resolved)
+      if (!resolved) s.unresolved_blocks.push_back(name);
+    if (flip_->rank < 1) s.unresolved_blocks.push_back("");
+    s.seeds = flip_->seeds_needed;
+    return s;
+  }
+  // A block is unresolved when more than half of its entries are; it needs the seeds of its median.
+  for (auto& [name, b] : blocks) {
+    if (2 * static_cast<long>(b.second.size()) <= b.first) continue;
+    s.unresolved_blocks.push_back(name);
+    std::vector<long>& need = b.second;
+    for (long& n : need) n = n < 0 ? std::numeric_limits<long>::max() : n;
+    std::sort(need.begin(), need.end());
+    const long median = need[need.size() - static_cast<std::size_t>(b.first / 2) - 1];
+    if (s.seeds >= 0) s.seeds = median == std::numeric_limits<long>::max() ? -1 : std::max(s.seeds, median);
   }
   return s;
 }
@@ -167,26 +222,51 @@ std::string describe_entry(const nlohmann::json& where) {
 }
 }  // namespace
 
+std::string FamilyTest::raise_text(long seeds) const {
+  if (seeds > 0) return fmt::format("raise {} to at least {}", criterion_.seeds_key, seeds);
+  return fmt::format("more {} alone cannot: {}", criterion_.seeds_key,
+                     criterion_.other_key.empty() ? "the other error is too large" : "raise " + criterion_.other_key);
+}
+
 Verdict FamilyTest::verdict() const {
   const Summary s = summarise();
   if (s.outside > 0) {
     const ComparedEntry& w = entries_[s.worst];
-    const Judgement j = hdat::judge(w, criterion_, s.tests);
+    const Judgement j = judge(s.worst);
+    if (flip_)
+      return Verdict::disagree(fmt::format(
+          "{} of {} entries outside: at {} the deviation beyond the allowance is {:.3g} standard errors (combined over sizes), more "
+          "than the critical value {:.3g} of the sign-flip test over {} seeds (p = {:.3g} of {} patterns; false alarm {:.3g} <= {:g}); "
+          "deviation {:.3g}",
+          s.outside, entries_.size(), describe_entry(w.where), flip_->z[s.worst], flip_->critical, flip_->seeds, flip_->p_value,
+          flip_->patterns, flip_->attained_false_alarm, criterion_.false_alarm, w.deviation));
     return Verdict::disagree(fmt::format("{} of {} entries outside (false alarm {:g} over {} tests); worst {}: deviation {:.3g}, allowed "
                                          "{:.3g} ({:.2f}x)",
                                          s.outside, entries_.size(), criterion_.false_alarm, s.tests, describe_entry(w.where),
                                          w.deviation, j.allowed, s.worst_ratio));
   }
-  if (s.unresolved > 0) {
+  if (flip_ && flip_->rank < 1)
+    return Verdict::undecided(fmt::format("too few {} to decide: {} in all give {} sign patterns, and the sign-flip test cannot reach a false "
+                                          "alarm of {:g} with fewer than {:.0f}; {}",
+                                          criterion_.seeds_key, flip_->seeds, flip_->patterns, criterion_.false_alarm,
+                                          std::ceil(1.0 / criterion_.false_alarm), raise_text(s.seeds)));
+  if (flip_ && !s.unresolved_blocks.empty()) {
+    std::string blocks;
+    for (const std::string& b : s.unresolved_blocks)
+      blocks += fmt::format("{}{} ({})", blocks.empty() ? "" : ", ", b,
+                            std::isinf(flip_->block_factor.at(b)) ? std::string("not even 64 x")
+                                                                  : fmt::format("{:.2g} x", flip_->block_factor.at(b)));
+    return Verdict::undecided(fmt::format("too few {} to decide: a deviation growing linearly in time to detectable = {:g} x the scale "
+                                          "would not have been caught in {} (the multiple it takes); {}",
+                                          criterion_.seeds_key, criterion_.detectable, blocks, raise_text(s.seeds)));
+  }
+  if (!s.unresolved_blocks.empty()) {
     const ComparedEntry& w = entries_[s.least_resolved];
-    std::string raise = s.seeds > 0 ? fmt::format("raise {} to at least {}", criterion_.seeds_key, s.seeds)
-                                    : fmt::format("more {} alone cannot: {}", criterion_.seeds_key,
-                                                  criterion_.other_key.empty() ? "the other error is too large"
-                                                                               : "raise " + criterion_.other_key);
-    return Verdict::undecided(fmt::format("too few {} to decide: at {} ({} of {} entries alike) the smallest deviation the criterion "
-                                          "catches is {:.3g} x the scale, more than detectable = {:g}; {}",
-                                          criterion_.seeds_key, describe_entry(w.where), s.unresolved, entries_.size(), s.resolution,
-                                          criterion_.detectable, raise));
+    return Verdict::undecided(fmt::format("too few {} to decide: in {} more than half of the entries cannot catch detectable = {:g} x the "
+                                          "scale (worst at {}: {:.3g} x; {} of {} entries alike); {}",
+                                          criterion_.seeds_key, s.unresolved_blocks.front().empty() ? "the family" : s.unresolved_blocks.front(),
+                                          criterion_.detectable, describe_entry(w.where), s.resolution, s.unresolved, entries_.size(),
+                                          raise_text(s.seeds)));
   }
   return {};
 }
@@ -195,16 +275,26 @@ nlohmann::json FamilyTest::record() const {
   const Summary s = summarise();
   nlohmann::json r = {{"false_alarm", criterion_.false_alarm},
                       {"detectable", criterion_.detectable},
+                      {"test", flip_ ? "sign-flip" : "t (Bonferroni)"},
                       {"compared_entries", static_cast<long>(entries_.size())},
                       {"tests", s.tests},
                       {"critical_value", s.tests > 0 ? number_or_null(s.critical_max) : nlohmann::json(nullptr)},
                       {"critical_value_range", s.tests > 0 ? nlohmann::json{number_or_null(s.critical_min), number_or_null(s.critical_max)}
                                                            : nlohmann::json(nullptr)},
                       {"entries_outside", s.outside},
-                      {"entries_unresolved", s.unresolved}};
+                      {"entries_unresolved", s.unresolved},
+                      {"blocks_unresolved", s.unresolved_blocks}};
+  if (flip_) {
+    nlohmann::json blocks = nlohmann::json::object();
+    for (const auto& [name, factor] : flip_->block_factor) blocks[name] = {{"resolved", flip_->block_resolved.at(name)}, {"factor", number_or_null(factor)}};
+    r["sign_flip"] = {{"seeds", flip_->seeds},        {"patterns", flip_->patterns},
+                      {"enumerated", flip_->enumerated}, {"statistic", flip_->statistic},
+                      {"critical_value", number_or_null(flip_->critical)}, {"p_value", flip_->p_value},
+                      {"attained_false_alarm", flip_->attained_false_alarm}, {"blocks", blocks}};
+  }
   if (!entries_.empty()) {
     const ComparedEntry& w = entries_[s.worst];
-    const Judgement j = hdat::judge(w, criterion_, s.tests);
+    const Judgement j = judge(s.worst);
     nlohmann::json worst = w.where;
     worst["deviation"] = w.deviation;
     worst["se"] = j.se;
@@ -214,12 +304,12 @@ nlohmann::json FamilyTest::record() const {
     r["worst"] = worst;
     const ComparedEntry& l = entries_[s.least_resolved];
     nlohmann::json least = l.where;
-    least["catchable"] = hdat::judge(l, criterion_, s.tests).catchable;
+    least["catchable"] = judge(s.least_resolved).catchable;
     least["scale"] = l.scale;
     least["catchable_over_scale"] = number_or_null(s.resolution);
     r["smallest_catchable"] = least;
   }
-  if (s.outside == 0 && s.unresolved > 0) {
+  if (s.outside == 0 && !s.unresolved_blocks.empty()) {
     if (s.seeds > 0)
       r["raise"] = {{"key", criterion_.seeds_key}, {"to", s.seeds}};
     else

@@ -17,8 +17,29 @@
 //                exceeds `detectable` · scale_k: the data could not have seen a wrong theory there.
 //                It says which key to raise and to what (seeds N: s shrinks as 1/√N, ν = N − 1);
 //     agree      otherwise: no deviation, and any of `detectable` · scale would have been caught.
+//   Resolution is judged per block (a quantity, a drift term): a block is unresolved when more than
+//   half of its entries cannot catch `detectable` · scale, so that a deviation of that size present at
+//   most of a block's entries is always looked at where it can be seen.
+//
+// The sign-flip test (FamilyTest::decide, when the entries carry their per-seed deviations). With a
+// handful of seeds the t test above is honest but nearly powerless: t_3 at α / (2m) for m ≈ 2000
+// entries is c ≈ 75. Seeds are independent, and under a right theory each seed's vector of deviations
+// (beyond the allowance) is symmetric about 0, so flipping the sign of whole seeds leaves its law
+// unchanged (Fisher's randomisation; Westfall–Young for the maximum over entries):
+//       T(ε) = max over combined entries j of | Σ_{k∈j} mean_u(ε_u x_uk) / w_k | / √|j|,
+//   x_uk seed u's deviation at entry k less the part of the mean inside the allowance, w_k² =
+//   (mean_u x_uk² + its block's mean) / (2 n) (unchanged by flips), j the same time and quantity at
+//   every size (a wrong theory deviates alike at every size). DISAGREE when T(1) exceeds the
+//   ⌊α N⌋-th largest of the other N − 1 patterns: false alarm ⌊α N⌋ / N ≤ α exactly, whatever the
+//   entries' correlations and without normality; every pattern when 2^(U−1) ≤ 2048 (U seeds over all
+//   sizes), else 2047 random ones. Fewer than 8 seeds in all cannot reach α = 0.01 (UNDECIDED, with
+//   how many would). A block is resolved when a deviation growing linearly in time to `detectable` ·
+//   scale at the end of the window (a wrong term's signature) would be caught.
 #include <cstddef>
 #include <limits>
+#include <map>
+#include <optional>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -68,6 +89,12 @@ struct ComparedEntry {
   double allowance = 0;  ///< accepted on top of c · SE (a known bias)
   double scale = 0;      ///< what `detectable` is relative to (the block's largest |value|)
   nlohmann::json where = nlohmann::json::object();  ///< names the entry (size, t, quantity ...)
+  std::string block;     ///< entries whose resolution is judged together (a quantity's block, a term)
+  // For the sign-flip test (all empty: the t test).
+  std::vector<double> units;  ///< theory − run of each independent seed of `unit_group`, in one order
+  int unit_group = -1;        ///< entries of one group share their seeds (one size)
+  std::string joint;          ///< entries of different groups with the same key are combined
+  double ramp = 1;            ///< the share of `detectable` · scale injected here by the resolution check
 
   double se() const;
   double dof() const;  ///< Welch–Satterthwaite of the two errors
@@ -97,15 +124,38 @@ Judgement judge(const ComparedEntry& e, const FamilyCriterion& c, long tests);
 /// of seeds suffices (the other error alone is too large), 0 when the entry is resolved already.
 long seeds_needed(const ComparedEntry& e, const FamilyCriterion& c, long tests);
 
+/// The outcome of the sign-flip test over a family (see above).
+struct SignFlipOutcome {
+  long seeds = 0;            ///< U, over every group
+  long patterns = 0;         ///< N, the observed one included
+  bool enumerated = true;    ///< every pattern (else a random sample)
+  long rank = 0;             ///< ⌊α N⌋: the critical value is the rank-th largest of the others (0: none)
+  double statistic = 0;      ///< T(1)
+  double critical = INFINITY;
+  double p_value = 1;        ///< #{T(ε) ≥ T(1)} / N
+  double attained_false_alarm = 0;  ///< rank / N
+  std::vector<double> w;     ///< per entry (0: not tested)
+  std::vector<double> z;     ///< per entry: its combined entry's |statistic|
+  std::map<std::string, bool> block_resolved;
+  std::map<std::string, double> block_factor;  ///< smallest multiple of `detectable` caught (∞: none up to 64)
+  long seeds_per_group = 0;  ///< the most seeds of any group
+  long seeds_needed = 0;     ///< per group, to decide (0: enough; -1: seeds cannot)
+};
+
 /// A family of compared entries, judged together once all are in (m = the entries with SE > 0).
 class FamilyTest {
  public:
   explicit FamilyTest(FamilyCriterion criterion) : criterion_(std::move(criterion)) {}
   std::size_t add(ComparedEntry e);  ///< its index
+  /// Runs the sign-flip test when the entries carry their seeds' deviations (else nothing: the t test
+  /// needs no pass over the family). Call once every entry is in, before judging.
+  void decide();
+  bool sign_flip() const { return flip_.has_value(); }
+  const SignFlipOutcome* flip() const { return flip_ ? &*flip_ : nullptr; }
   long tests() const;
   std::size_t size() const { return entries_.size(); }
   const ComparedEntry& entry(std::size_t k) const { return entries_[k]; }
-  Judgement judge(std::size_t k) const { return hdat::judge(entries_[k], criterion_, tests()); }
+  Judgement judge(std::size_t k) const;
   const FamilyCriterion& criterion() const { return criterion_; }
   /// disagree / undecided / agree over every entry (agree when there are none with a standard error
   /// and none outside).
@@ -118,8 +168,13 @@ class FamilyTest {
  private:
   struct Summary;
   Summary summarise() const;
+  std::string raise_text(long seeds) const;
   FamilyCriterion criterion_;
   std::vector<ComparedEntry> entries_;
+  std::optional<SignFlipOutcome> flip_;
 };
+
+/// The sign-flip test over these entries (sign_flip.cpp).
+SignFlipOutcome sign_flip_test(const std::vector<ComparedEntry>& entries, const FamilyCriterion& c);
 
 }  // namespace hdat
