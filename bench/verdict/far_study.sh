@@ -11,7 +11,7 @@
 #   HDAT=path/to/hdat OUT=dir JOBS=2 bench/verdict/far_study.sh
 set -uo pipefail
 
-HDAT=${HDAT:-build/tools/hdat/hdat}
+HDAT=${HDAT:-build/hdat}
 OUT=${OUT:-/tmp/hdat_far_study}
 BASES=${BASES:-20}              # base seeds per false-alarm configuration
 POWER_BASES=${POWER_BASES:-10}  # base seeds per broken term
@@ -25,8 +25,8 @@ mkdir -p "$OUT"
 COMMITTEE_TERMS="K=2 M=2 eta=1.0 train_v=true noise=0.3 wd=0.01 v0=[1.0,0.5] vstar=[1.0,0.5] test_size=500 n_points=12"
 SPEC="H=2 activation=softmax eta=1 n_points=8 test_size=2000 mc_samples=6000 theory_replicas=4"
 configs=(
-  "committee_plateau_s3|committee|dims=[250,500] seeds=3 t_max=50 n_points=40|none|$BASES"
   "committee_plateau_s4|committee|dims=[250,500] seeds=4 t_max=50 n_points=40|none|$BASES"
+  "committee_plateau_s8|committee|dims=[250,500,1000] seeds=8 t_max=50 n_points=40|none|$BASES"
   "committee_terms_s4|committee|$COMMITTEE_TERMS dims=[250,500] seeds=4 t_max=20|none|$BASES"
   "committee_terms_s8|committee|$COMMITTEE_TERMS dims=[250,500] seeds=8 t_max=20|none|$BASES"
   "specialization_s3|specialization|$SPEC dims=[250,500] seeds=3 t_max=5|none|$BASES"

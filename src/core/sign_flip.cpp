@@ -19,7 +19,9 @@ struct Prepared {
     std::size_t entry;
     std::size_t offset;  // its group's first seed among all U
     std::vector<double> x;
-    double w;
+    double q;      // mean_u x_uk², unchanged by flips
+    double floor;  // kFloor · its block's mean of q: keeps the standard error of a spread-less entry finite
+    double w;      // the standard error as observed
     int block;
     int joint;
   };
@@ -44,8 +46,11 @@ Groups seed_groups(const std::vector<ComparedEntry>& entries) {
   return g;
 }
 
-// x_uk = seed u's deviation (plus `shift`) less the part of the mean inside the allowance; w_k² =
-// (mean_u x_uk² + the mean of that over the entry's block and group) / (2 n): unchanged by flips.
+constexpr double kFloor = 0.01;
+
+// x_uk = seed u's deviation (plus `shift`) less the part of the mean inside the allowance. Under a
+// pattern ε the entry's t statistic is m / √((q − m² + floor) / (n − 1)), m = mean_u ε_u x_uk and q =
+// mean_u x_uk² (the same for every ε); floor = kFloor × the block's mean q.
 Prepared prepare(const std::vector<ComparedEntry>& entries, const Groups& groups, const std::map<std::string, int>& blocks,
                  const std::vector<double>& shift) {
   Prepared p;
@@ -69,13 +74,16 @@ Prepared prepare(const std::vector<ComparedEntry>& entries, const Groups& groups
     const ComparedEntry& e = entries[k];
     if (e.units.empty()) continue;
     const auto& b = block_mean[{e.unit_group, blocks.at(e.block)}];
-    const double w = std::sqrt(0.5 * (second[k] + b.first / static_cast<double>(b.second)) / static_cast<double>(e.units.size()));
-    if (!(w > 0)) continue;  // no spread anywhere in the block: nothing to test
+    const double floor = kFloor * b.first / static_cast<double>(b.second);
+    if (!(floor > 0) || e.units.size() < 2) continue;  // no spread anywhere in the block: nothing to test
+    double m = 0;
+    for (double v : x[k]) m += v / static_cast<double>(x[k].size());
+    const double w = std::sqrt((second[k] - m * m + floor) / static_cast<double>(e.units.size() - 1));
     const std::string key = e.joint.empty() ? "#" + std::to_string(k) : e.joint;
     const auto [it, fresh] = joint_index.emplace(key, static_cast<int>(p.joints.size()));
     if (fresh) p.joints.emplace_back(), p.joint_block.push_back(blocks.at(e.block));
     p.joints[it->second].push_back(p.tested.size());
-    p.tested.push_back({k, groups.offset.at(e.unit_group), std::move(x[k]), w, blocks.at(e.block), it->second});
+    p.tested.push_back({k, groups.offset.at(e.unit_group), std::move(x[k]), second[k], floor, w, blocks.at(e.block), it->second});
   }
   return p;
 }
@@ -105,14 +113,16 @@ std::vector<Pattern> sign_patterns(std::size_t seeds, bool& enumerated) {
   return patterns;
 }
 
-// The combined entry's |Σ mean(ε x) / w| / √|j| under pattern ε.
+// The combined entry's |Σ t_k(ε)| / √|j| under pattern ε.
 double joint_statistic(const Prepared& p, std::size_t j, const Pattern& eps) {
   double sum = 0;
   for (std::size_t t : p.joints[j]) {
     const Prepared::Tested& e = p.tested[t];
-    double s = 0;
-    for (std::size_t u = 0; u < e.x.size(); ++u) s += eps[e.offset + u] * e.x[u];
-    sum += s / (static_cast<double>(e.x.size()) * e.w);
+    const double n = static_cast<double>(e.x.size());
+    double m = 0;
+    for (std::size_t u = 0; u < e.x.size(); ++u) m += eps[e.offset + u] * e.x[u];
+    m /= n;
+    sum += m / std::sqrt(std::max(e.q - m * m, 0.0) + e.floor) * std::sqrt(n - 1);
   }
   return std::fabs(sum) / std::sqrt(static_cast<double>(p.joints[j].size()));
 }

@@ -258,7 +258,9 @@ Verdict FamilyTest::verdict() const {
                                                                   : fmt::format("{:.2g} x", flip_->block_factor.at(b)));
     return Verdict::undecided(fmt::format("too few {} to decide: a deviation growing linearly in time to detectable = {:g} x the scale "
                                           "would not have been caught in {} (the multiple it takes); {}",
-                                          criterion_.seeds_key, criterion_.detectable, blocks, raise_text(s.seeds)));
+                                          criterion_.seeds_key, criterion_.detectable, blocks,
+                                          s.seeds > 0 ? raise_text(s.seeds)
+                                                      : fmt::format("{} would have to grow more than 4096-fold, or detectable", criterion_.seeds_key)));
   }
   if (!s.unresolved_blocks.empty()) {
     const ComparedEntry& w = entries_[s.least_resolved];

@@ -6,6 +6,7 @@
 
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
+#include <random>
 
 #include "hdat/core/verdict.hpp"
 
@@ -26,7 +27,7 @@ ComparedEntry entry(double deviation, double se, long seeds, double scale = 1.0)
 TEST_CASE("critical values: t quantiles from the tables, Bonferroni over the tests, the normal at infinite dof") {
   CHECK(critical_value(0.05, 1, 3) == doctest::Approx(3.182446).epsilon(1e-6));   // t_{0.975, 3}
   CHECK(critical_value(0.01, 1, 10) == doctest::Approx(3.169273).epsilon(1e-6));  // t_{0.995, 10}
-  CHECK(critical_value(0.05, 10, 3) == doctest::Approx(5.840909).epsilon(1e-5));  // t_{0.9975, 3}: 0.05 / (2 · 10)
+  CHECK(critical_value(0.05, 10, 3) == doctest::Approx(7.453319).epsilon(1e-5));  // t_{0.9975, 3}: 0.05 / (2 · 10)
   CHECK(critical_value(0.05, 1, INFINITY) == doctest::Approx(1.959964).epsilon(1e-6));
   CHECK(critical_value(0.01, 5, INFINITY) == doctest::Approx(3.090232).epsilon(1e-6));  // z_{0.999}
   const double pi = std::acos(-1.0);
@@ -132,4 +133,78 @@ TEST_CASE("verdicts: names, exit codes, and the stricter of two wins") {
   v.merge(Verdict::undecided("more"));
   CHECK(v.kind == VerdictKind::disagree);
   CHECK(v.reasons.size() == 3);
+}
+
+namespace {
+// A family like a trajectory validation: `groups` sizes of `seeds` seeds, `entries` times per size
+// of one quantity, each seed's deviations a random walk over the times (strongly correlated entries)
+// plus `shift` at every entry. Entries at the same time are combined over sizes.
+FamilyTest walk_family(std::mt19937_64& random, int groups, int seeds, int entries, double shift, double detectable = 1e9) {
+  FamilyCriterion c;
+  c.detectable = detectable;
+  FamilyTest f(c);
+  std::normal_distribution<double> normal;
+  for (int g = 0; g < groups; ++g) {
+    std::vector<std::vector<double>> walk(static_cast<std::size_t>(seeds));
+    for (auto& w : walk) {
+      double x = 0;
+      for (int k = 0; k < entries; ++k) w.push_back(x += normal(random));
+    }
+    for (int k = 0; k < entries; ++k) {
+      ComparedEntry e;
+      double mean = 0;
+      for (const auto& w : walk) e.units.push_back(w[static_cast<std::size_t>(k)] + shift), mean += e.units.back() / seeds;
+      e.deviation = mean;
+      e.se_seeds = 1;  // not used by the sign-flip test
+      e.seeds = seeds;
+      e.scale = entries;
+      e.unit_group = g;
+      e.joint = std::to_string(k);
+      e.ramp = (k + 1.0) / entries;
+      e.block = "x";
+      f.add(std::move(e));
+    }
+  }
+  f.decide();
+  return f;
+}
+}  // namespace
+
+TEST_CASE("sign-flip test: its false-alarm rate is floor(alpha N) / N on correlated, right data; a shift is caught") {
+  // 2 sizes x 4 seeds: N = 2^7 = 128 patterns, rank floor(0.01 · 128) = 1, false alarm 1/128 exactly.
+  std::mt19937_64 random(20261205);
+  const int families = 4000;
+  int alarms = 0;
+  for (int i = 0; i < families; ++i) {
+    const FamilyTest f = walk_family(random, 2, 4, 30, 0.0);
+    REQUIRE(f.sign_flip());
+    alarms += f.verdict().kind == VerdictKind::disagree ? 1 : 0;
+  }
+  const FamilyTest one = walk_family(random, 2, 4, 30, 0.0);
+  CHECK(one.flip()->patterns == 128);
+  CHECK(one.flip()->attained_false_alarm == doctest::Approx(1.0 / 128));
+  // Binomial(4000, 1/128): mean 31.25, sd 5.6; 4 sd either side.
+  MESSAGE("sign-flip false alarms: " << alarms << " of " << families << " (expected 31.25)");
+  CHECK(alarms >= 9);
+  CHECK(alarms <= 54);
+  // A deviation of 2 step-sizes at every entry (0.5 of the seeds' spread at the last times) is caught.
+  int caught = 0;
+  for (int i = 0; i < 200; ++i) caught += walk_family(random, 2, 4, 30, 4.0).verdict().kind == VerdictKind::disagree ? 1 : 0;
+  MESSAGE("caught " << caught << " of 200 shifted families");
+  CHECK(caught >= 150);  // most of them (measured: 175 of 200)
+}
+
+TEST_CASE("sign-flip test: too few seeds for the false alarm is UNDECIDED with how many would do; resolution by block") {
+  std::mt19937_64 random(7);
+  const FamilyTest four = walk_family(random, 1, 4, 20, 0.0);  // 8 patterns: 1/8 > 0.01
+  CHECK(four.flip()->rank == 0);
+  const Verdict v = four.verdict();
+  CHECK(v.kind == VerdictKind::undecided);
+  CHECK(v.reasons.front().find("raise seeds to at least 8") != std::string::npos);  // 2^7 = 128 >= 100
+  CHECK(walk_family(random, 2, 4, 20, 0.0).flip()->rank == 1);
+  // detectable: 0.001 of the scale (20 steps: 0.02 of a step) cannot be caught by 8 seeds; 10 x the scale can.
+  const FamilyTest fine = walk_family(random, 2, 4, 20, 0.0, 0.001);
+  CHECK(fine.verdict().kind == VerdictKind::undecided);
+  CHECK(fine.record().contains("raise"));
+  CHECK(walk_family(random, 2, 4, 20, 0.0, 10.0).verdict().kind == VerdictKind::agree);
 }

@@ -26,10 +26,10 @@
 // entries is c ≈ 75. Seeds are independent, and under a right theory each seed's vector of deviations
 // (beyond the allowance) is symmetric about 0, so flipping the sign of whole seeds leaves its law
 // unchanged (Fisher's randomisation; Westfall–Young for the maximum over entries):
-//       T(ε) = max over combined entries j of | Σ_{k∈j} mean_u(ε_u x_uk) / w_k | / √|j|,
-//   x_uk seed u's deviation at entry k less the part of the mean inside the allowance, w_k² =
-//   (mean_u x_uk² + its block's mean) / (2 n) (unchanged by flips), j the same time and quantity at
-//   every size (a wrong theory deviates alike at every size). DISAGREE when T(1) exceeds the
+//       T(ε) = max over combined entries j of | Σ_{k∈j} t_k(ε) | / √|j|,
+//   t_k(ε) the t statistic over seeds of ε_u x_uk, x_uk seed u's deviation at entry k less the part of
+//   the mean inside the allowance (its variance floored at 1% of its block's mean square), j the same
+//   time and quantity at every size (a wrong theory deviates alike at every size). DISAGREE when T(1) exceeds the
 //   ⌊α N⌋-th largest of the other N − 1 patterns: false alarm ⌊α N⌋ / N ≤ α exactly, whatever the
 //   entries' correlations and without normality; every pattern when 2^(U−1) ≤ 2048 (U seeds over all
 //   sizes), else 2047 random ones. Fewer than 8 seeds in all cannot reach α = 0.01 (UNDECIDED, with
