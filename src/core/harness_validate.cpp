@@ -48,12 +48,18 @@ struct SizeRun {
 // of the runs. The theory here is replica 0; its own sampling error is the replicas' spread.
 std::vector<Table> paired_deviations(const DynamicsModel& model, const Params& p, const DynamicsSettings& s, const StateLayout& layout,
                                      const Ensemble& ens) {
-  const auto theory = model.theory(p, 0);
+  // A sampled theory (theory_replicas > 1): seed i is paired with its own sample set i, so that every
+  // seed's deviation carries an independent draw of the theory's error and the sign-flip test covers it.
+  const bool sampled = s.theory_replicas > 1;
+  const auto shared = model.theory(p, 0);
   std::vector<Table> deviations;
+  int seed = 0;
   for (const Table& run : ens.runs) {
     std::vector<double> start;
     for (const auto& c : layout.columns()) start.push_back(run.number(0, c));
-    const TheoryRun th = theory->run(layout.from_values(start), s.times, s.integrate);
+    const auto own = sampled ? model.theory(p, seed) : nullptr;
+    ++seed;
+    const TheoryRun th = theory_observed(sampled ? *own : *shared, layout.from_values(start), s.t_start, s.times, s.integrate);
     std::vector<std::string> cols = {"t"};
     for (const auto& c : run.columns())
       if (c != "t" && th.table.has_column(c) && !(c.size() > 3 && c.compare(c.size() - 3, 3, "_se") == 0)) cols.push_back(c);
@@ -265,7 +271,7 @@ void collect_size(const SizeRun& run, std::size_t size_index, bool judged, const
       e.scale = scale[cmp.block_of.at(q)];
       e.where = {{s.size_name, ens.size}, {"t", t}, {"quantity", q}};
       e.block = cmp.block_of.at(q);
-      if (paired && e.se_other == 0) {  // the sign-flip test's data: every seed's own deviation
+      if (paired) {  // the sign-flip test's data: every seed's own deviation (with its own theory sample)
         for (const Table& d : run.paired_runs) e.units.push_back(d.number(r, q));
         e.unit_group = static_cast<int>(size_index);
         e.joint = fmt::format("{:.12g}|{}", t, q);

@@ -125,10 +125,9 @@ std::size_t FamilyTest::add(ComparedEntry e) {
 
 void FamilyTest::decide() {
   flip_.reset();
-  bool seeds = false, other = false;
-  for (const ComparedEntry& e : entries_) seeds = seeds || !e.units.empty(), other = other || e.se_other > 0;
-  // The theory's own sampling error is shared by every seed: flips cannot represent it.
-  if (seeds && !other) flip_ = sign_flip_test(entries_, criterion_);
+  // The units must carry every error of the deviation (a sampled theory: each seed its own sample set).
+  const bool seeds = std::any_of(entries_.begin(), entries_.end(), [](const ComparedEntry& e) { return !e.units.empty(); });
+  if (seeds) flip_ = sign_flip_test(entries_, criterion_);
 }
 
 long FamilyTest::tests() const {

@@ -91,7 +91,9 @@ struct ComparedEntry {
   nlohmann::json where = nlohmann::json::object();  ///< names the entry (size, t, quantity ...)
   std::string block;     ///< entries whose resolution is judged together (a quantity's block, a term)
   // For the sign-flip test (all empty: the t test).
-  std::vector<double> units;  ///< theory − run of each independent seed of `unit_group`, in one order
+  /// theory − run of each independent seed of `unit_group`, in one order, with every error of the
+  /// deviation in it (a sampled theory: each seed paired with its own sample set)
+  std::vector<double> units;
   int unit_group = -1;        ///< entries of one group share their seeds (one size)
   std::string joint;          ///< entries of different groups with the same key are combined
   double ramp = 1;            ///< the share of `detectable` · scale injected here by the resolution check
