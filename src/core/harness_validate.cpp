@@ -51,7 +51,7 @@ std::vector<Table> paired_deviations(const DynamicsModel& model, const Params& p
   // A sampled theory (theory_replicas > 1): seed i is paired with its own sample set i, so that every
   // seed's deviation carries an independent draw of the theory's error and the sign-flip test covers it.
   const bool sampled = s.theory_replicas > 1;
-  const auto shared = model.theory(p, 0);
+  const decltype(model.theory(p, 0)) shared = sampled ? nullptr : model.theory(p, 0);
   std::vector<Table> deviations;
   int seed = 0;
   for (const Table& run : ens.runs) {

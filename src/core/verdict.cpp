@@ -85,7 +85,7 @@ Judgement judge(const ComparedEntry& e, const FamilyCriterion& c, long tests) {
   j.catchable = j.se > 0 ? j.critical * j.se : 0.0;
   j.allowed = j.catchable + e.allowance;
   j.agree = std::fabs(e.deviation) <= j.allowed;
-  j.resolved = j.catchable <= c.detectable * e.scale;
+  j.resolved = e.scale == 0 || j.catchable <= c.detectable * e.scale;  // a theory of exactly 0: no relative resolution
   return j;
 }
 

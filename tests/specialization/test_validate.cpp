@@ -22,14 +22,14 @@ RunOutput run_validate(std::vector<std::string> sets) {
 }  // namespace
 
 TEST_CASE("H = 1 (no symmetry breaking): theory and simulation agree over the whole run") {
-  const auto out = run_validate({"H=1", "F=2", "activation=softmax", "eta=1", "dims=[200,400]", "seeds=8", "t_max=8",
+  const auto out = run_validate({"H=1", "F=2", "activation=softmax", "eta=1", "dims=[200,400]", "seeds=16", "t_max=8",
                                  "n_points=8", "test_size=4000", "mc_samples=8000"});
   CHECK(out.exit_code == 0);
   CHECK(out.info["validation"]["verdict"] == "agree");
 }
 
 TEST_CASE("early phase of a multi-head run: agreement; broken eta^2 term or wrong sign of 2gg: disagreement") {
-  const std::vector<std::string> base = {"H=2", "activation=softmax", "eta=1", "dims=[300]", "seeds=8", "t_max=10",
+  const std::vector<std::string> base = {"H=2", "activation=softmax", "eta=1", "dims=[300]", "seeds=40", "t_max=10",
                                          "n_points=8", "test_size=4000", "mc_samples=8000"};
   CHECK(run_validate(base).exit_code == 0);
   for (const char* broken : {"break_term=eta2", "break_term=sign_gg"}) {
@@ -44,7 +44,7 @@ TEST_CASE("early phase of a multi-head run: agreement; broken eta^2 term or wron
 TEST_CASE("drift check: every term agrees for every activation, and a broken term is caught") {
   for (const char* act : {"softmax", "softmax1", "bayes"}) {
     CAPTURE(act);
-    const std::vector<std::string> base = {"mode=drift", fmt::format("activation={}", act), "H=2", "eta=1", "dims=[500]", "drift_samples=3000",
+    const std::vector<std::string> base = {"mode=drift", fmt::format("activation={}", act), "H=2", "eta=1", "dims=[500]", "drift_samples=16000",
                                            "drift_times=[0,4]", "mc_samples=16000"};
     const auto ok = run_validate(base);
     CHECK(ok.exit_code == 0);

@@ -200,6 +200,7 @@ const ModelEntry& toy_model() {
     };
     e.commands["validate"] = e.commands["curve"];
     e.default_observables = {"final:y"};
+    e.command_observables["validate"] = {"final:y"};  // a command's own defaults (7eb840b): the toy's validate is its curve
     registry().add(std::move(e));
     return true;
   }();

@@ -32,7 +32,7 @@ void register_specialization(Registry& r) {
   e.command_observables["simulate"] = {"final:risk"};
   e.smoke = {{{"D", 400},
               {"dims", {300, 600}},
-              {"seeds", 6},
+              {"seeds", 32},
               {"t_max", 3.0},
               {"n_points", 8},
               {"mc_samples", 6000},
