@@ -98,6 +98,7 @@ TEST_CASE("hdat plot draws every folder kind of every model, no panel empty") {
     if (m->dynamics) {
       json drift = settings;
       drift["mode"] = "drift";
+      drift.erase("theory_replicas");  // applies to trajectories only
       if (m->params.find("drift_samples")) drift["drift_samples"] = 200;  // polarization's flow has exact increments
       drift["drift_times"] = json::array({0.0});
       const fs::path dir = scratch(m->name + "_drift");

@@ -55,7 +55,7 @@ double log_z(const SymLayout& L, BayesChannel ch, const double* obs, const KVec&
 }
 
 Params amp_params(const json& extra) {
-  json base = {{"estimator", "amp"}, {"amp_prior", "oracle"}, {"noise", 0.1}, {"seeds", 12},
+  json base = {{"estimator", "amp"}, {"amp_prior", "oracle"}, {"noise", 0.1}, {"seeds", 20},
                {"dims", json::array({40, 60, 80})}, {"amp_max_iter", 30}};
   base.update(extra);
   return resolve(param_set(), base, {});

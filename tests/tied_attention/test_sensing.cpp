@@ -129,7 +129,7 @@ TEST_CASE("validate (T = 1) agrees with the correct theory and disagrees when th
   m.params = param_set();
   RunContext ctx;
   ctx.quiet = true;
-  const json base = {{"T", 1}, {"alphas", json::array({0.2})}, {"training", "convex"}, {"seeds", 16},
+  const json base = {{"T", 1}, {"alphas", json::array({0.2})}, {"training", "convex"}, {"seeds", 24},
                      {"dims", json::array({30, 45, 60})}};
   const Params p = resolve(param_set(), base, {});
   const RunOutput good = validate_command(p, ctx);

@@ -41,7 +41,7 @@ void register_tied_attention(Registry& r) {
   m.smoke = {{{"T", 1},
               {"alphas", {0.2}},
               {"training", "convex"},
-              {"seeds", 16},
+              {"seeds", 24},
               {"dims", {30, 45, 60}}},
              "denoiser"};
   r.add(std::move(m));
