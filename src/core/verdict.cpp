@@ -80,11 +80,14 @@ std::string FamilyCriterion::text(const std::string& allowance) const {
 Judgement judge(const ComparedEntry& e, const FamilyCriterion& c, long tests) {
   Judgement j;
   j.se = e.se();
-  if (j.se <= 1e-12 * e.scale) j.se = 0;  // a difference known to round-off (a paired identity): judged by the allowance
+  // A difference known to round-off (a paired identity, or a fit through such differences): exact,
+  // and allowed the round-off on top of the allowance.
+  const double round_off = 1e-9 * e.scale;
+  if (j.se <= round_off) j.se = 0;
   j.dof = e.dof();
   j.critical = critical_value(c.false_alarm, tests, j.dof);
   j.catchable = j.se > 0 ? j.critical * j.se : 0.0;
-  j.allowed = j.catchable + e.allowance;
+  j.allowed = (j.se > 0 ? j.catchable : round_off) + e.allowance;
   j.agree = std::fabs(e.deviation) <= j.allowed;
   j.resolved = e.scale == 0 || j.catchable <= c.detectable * e.scale;  // a theory of exactly 0: no relative resolution
   return j;
@@ -183,7 +186,7 @@ FamilyTest::Summary FamilyTest::summarise() const {
     const double ratio = flip_ ? (j.se > 0 ? flip_->z[k] / j.critical : (j.agree ? 0.0 : INFINITY))
                                : j.allowed > 0 ? std::fabs(e.deviation) / j.allowed : (e.deviation == 0 ? 0.0 : INFINITY);
     if (ratio > s.worst_ratio || k == 0) s.worst_ratio = ratio, s.worst = k;
-    const double resolution = j.catchable == 0 ? 0.0 : e.scale > 0 ? j.catchable / e.scale : INFINITY;
+    const double resolution = j.catchable == 0 || e.scale == 0 ? 0.0 : j.catchable / e.scale;  // scale 0: resolved (judge)
     if (resolution > s.resolution || k == 0) s.resolution = resolution, s.least_resolved = k;
     auto& b = blocks[e.block];
     ++b.first;
@@ -195,7 +198,7 @@ FamilyTest::Summary FamilyTest::summarise() const {
   if (flip_) {
     for (const auto& [name, resolved] : flip_->block_resolved)
       if (!resolved) s.unresolved_blocks.push_back(name);
-    if (flip_->rank < 1) s.unresolved_blocks.push_back("");
+    if (flip_->rank < 1) s.unresolved_blocks.push_back("all (too few sign patterns)");
     s.seeds = flip_->seeds_needed;
     return s;
   }
@@ -298,16 +301,16 @@ nlohmann::json FamilyTest::record() const {
     const ComparedEntry& w = entries_[s.worst];
     const Judgement j = judge(s.worst);
     nlohmann::json worst = w.where;
-    worst["deviation"] = w.deviation;
-    worst["se"] = j.se;
+    worst["deviation"] = number_or_null(w.deviation);
+    worst["se"] = number_or_null(j.se);
     worst["dof"] = number_or_null(j.dof);
-    worst["allowed"] = j.allowed;
+    worst["allowed"] = number_or_null(j.allowed);
     worst["deviation_over_allowed"] = number_or_null(s.worst_ratio);
     r["worst"] = worst;
     const ComparedEntry& l = entries_[s.least_resolved];
     nlohmann::json least = l.where;
-    least["catchable"] = judge(s.least_resolved).catchable;
-    least["scale"] = l.scale;
+    least["catchable"] = number_or_null(judge(s.least_resolved).catchable);
+    least["scale"] = number_or_null(l.scale);
     least["catchable_over_scale"] = number_or_null(s.resolution);
     r["smallest_catchable"] = least;
   }

@@ -75,6 +75,22 @@ TEST_CASE("the allowance is added to c SE; an entry without a standard error is 
   CHECK(f.tests() == 0);  // not a statistical test: it does not dilute the others
 }
 
+TEST_CASE("a standard error at round-off (a paired identity) is exact: round-off deviations agree, a real one does not") {
+  FamilyCriterion c;
+  // Seeds whose paired differences are identities leave SE ~1e-15 and a fit through two sizes with
+  // zero degrees of freedom: without the rule the critical value is infinite and nothing is resolved.
+  ComparedEntry e = entry(-7e-16, 4e-15, 24, 1.5);
+  e.dof_seeds = 0;
+  const Judgement same = judge(e, c, 1);
+  CHECK(same.se == 0);
+  CHECK(same.agree);
+  CHECK(same.resolved);
+  e.deviation = 1e-6;  // far above round-off: an exact difference that is not zero is a disagreement
+  CHECK_FALSE(judge(e, c, 1).agree);
+  e = entry(1e-6, 1e-7, 24, 1.5);  // a statistical error, however small against the scale, is kept
+  CHECK(judge(e, c, 1).se == doctest::Approx(1e-7));
+}
+
 TEST_CASE("undecided with 2 seeds: what the criterion can catch exceeds `detectable`; it says how many seeds would do") {
   FamilyCriterion c;  // 0.01, detectable 0.1
   FamilyTest f(c);

@@ -211,7 +211,7 @@ TEST_CASE("trivial phase (strong penalty): the sample side's Sigma -> 0 limit, S
   RunContext ctx;
   ctx.quiet = true;
   const json base = {{"T", 2}, {"noise", 0.0}, {"lambda", 1.0}, {"alphas", json::array({0.1})}, {"training", "convex"},
-                     {"seeds", 4}, {"dims", json::array({30, 45})}, {"mc_samples", 4096}, {"test_samples", 4000}};
+                     {"seeds", 40}, {"dims", json::array({30, 45})}, {"mc_samples", 4096}, {"test_samples", 4000}};  // 40: the verdict asks for 35 to resolve train_loss
   CHECK(validate_command(resolve(param_set(), base, {}), ctx).exit_code == 0);
 }
 
