@@ -14,7 +14,7 @@ set -uo pipefail
 HDAT=${HDAT:-build/hdat}
 OUT=${OUT:-/tmp/hdat_far_study}
 BASES=${BASES:-400}              # base seeds per committee false-alarm configuration
-SPEC_BASES=${SPEC_BASES:-40}      # base seeds per specialization false-alarm configuration (slower)
+SPEC_BASES=${SPEC_BASES:-100}     # base seeds per specialization false-alarm configuration (slower)
 POWER_BASES=${POWER_BASES:-20}    # base seeds per broken term
 JOBS=${JOBS:-2}
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -23,19 +23,22 @@ mkdir -p "$OUT"
 # The configurations: label | model | settings (space separated --set values) | break_term | bases.
 # committee_plateau: the defaults (K = M = 2, erf, the symmetric plateau), the issue's measurement.
 # committee_terms:   every term on (the registry's smoke configuration): each break_term acts.
-# specialization:    the registry's smoke configuration (H = 2, a sampled theory, 2 replicas).
+# committee_issue:   the issue's measurement (dims [250, 500, 1000], t_max 50) at 8 seeds: more sizes, more entries.
+# specialization:    H = 2, a sampled theory (2 replicas), 24 seeds: 4 seeds are UNDECIDED there (the
+#                    verdict asks for about 23), so a false-alarm count at 4 would measure nothing.
 COMMITTEE_TERMS="K=2 M=2 eta=1.0 train_v=true noise=0.3 wd=0.01 v0=[1.0,0.5] vstar=[1.0,0.5] test_size=500 n_points=12"
 SPEC="D=400 t_max=3 n_points=8 mc_samples=6000 test_size=2000 theory_replicas=2"
 configs=(
   "committee_plateau_s4|committee|dims=[250,500] seeds=4 t_max=50 n_points=40|none|$BASES"
   "committee_terms_s4|committee|$COMMITTEE_TERMS dims=[250,500] seeds=4 t_max=20|none|$BASES"
-  "specialization_s4|specialization|$SPEC dims=[300,600] seeds=4|none|$SPEC_BASES"
+  "committee_issue_s8|committee|dims=[250,500,1000] seeds=8 t_max=50|none|$BASES"
+  "specialization_s24|specialization|$SPEC dims=[300,600] seeds=24|none|$SPEC_BASES"
 )
 for term in eta_linear eta_squared label_noise weight_decay second_layer; do
   configs+=("committee_terms_s4|committee|$COMMITTEE_TERMS dims=[250,500] seeds=4 t_max=20|$term|$POWER_BASES")
 done
 for term in eta2 sign_gg; do
-  configs+=("specialization_s4|specialization|$SPEC dims=[300,600] seeds=4|$term|$POWER_BASES")
+  configs+=("specialization_s24|specialization|$SPEC dims=[300,600] seeds=24|$term|$POWER_BASES")
 done
 
 # One run: label model settings term base -> a line of runs.csv (label,term,base,exit,verdict,tests,critical,worst).
