@@ -123,6 +123,8 @@ SweepOutcome run_sweep(const SweepRequest& a, sweep::Communicator& comm) {
   if (!a.shard.empty()) shard = parse_shard(a.shard);
   if (a.merge && shard) throw InputError("--merge", "assembles every shard's points; give it without --shard");
   const sweep::Plan plan = build_plan(a, dir);  // every input checked before anything is written
+  if (a.plot && plan.points.size() < 2)
+    throw InputError("--plot", "the grid has a single point: nothing to draw against; give a --grid key two or more values, or drop --plot");
   if (a.merge) return merge(a, plan, dir);
 
   if (comm.size() > 1 && shard) throw InputError("--shard", "is for separate jobs; under mpirun the ranks split the grid themselves");

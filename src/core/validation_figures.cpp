@@ -95,6 +95,18 @@ std::string verdict_line(const json& record) {
     if (false_alarm.empty() && where->contains("false_alarm") && !(*where)["false_alarm"].is_null())
       false_alarm = (*where)["false_alarm"].is_string() ? (*where)["false_alarm"].get<std::string>() : (*where)["false_alarm"].dump();
   }
+  // The test in a few words where the record names it (the full criterion is in validate.json).
+  const auto number = [](const json& j, const char* key, const char* form = "{:.3g}") {
+    return j.contains(key) && j[key].is_number() ? fmt::format(fmt::runtime(form), j[key].get<double>()) : std::string("-");
+  };
+  if (r->contains("sign_flip") && (*r)["sign_flip"].is_object()) {
+    const json& f = (*r)["sign_flip"];
+    criterion = fmt::format("sign-flip test over {} seeds ({} patterns), critical value {}, attained false alarm {} (full criterion: validate.json)",
+                            number(f, "seeds", "{:.0f}"), number(f, "patterns", "{:.0f}"), number(f, "critical_value"), number(f, "attained_false_alarm"));
+  } else if (r->contains("test") && (*r)["test"].is_string() && r->contains("tests")) {
+    criterion = fmt::format("{} over {} entries, critical value {} (full criterion: validate.json)", (*r)["test"].get<std::string>(),
+                            number(*r, "tests", "{:.0f}"), number(*r, "critical_value"));
+  }
   std::string upper = word;
   std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   std::string text = "verdict: " + upper;

@@ -77,6 +77,19 @@ std::string FamilyCriterion::text(const std::string& allowance) const {
       allowance, seeds_key, seeds_key, false_alarm, detectable);
 }
 
+std::string FamilyTest::criterion_text(const std::string& allowance) const {
+  if (!flip_) return criterion_.text(allowance);
+  return fmt::format(
+      "an entry's deviation beyond the allowance (|theory - simulation| - {}) in units of its standard error over {}, "
+      "summed over the sizes / sqrt(sizes) at each time and quantity; the largest of these against the {}-th largest of the "
+      "same statistic under the {} sign patterns of the {} {}' paired deviations{} (Fisher's sign-flip test): a right theory "
+      "is called DISAGREE with probability <= {:.3g} (<= false_alarm = {:g}) whatever the correlation between entries; "
+      "UNDECIDED where a deviation growing linearly in time to {:g} * scale in a block would not be caught",
+      allowance, criterion_.seeds_key, flip_->rank, flip_->patterns, flip_->seeds, criterion_.seeds_key,
+      flip_->enumerated ? "" : " (a fixed random sample of them)", flip_->attained_false_alarm, criterion_.false_alarm,
+      criterion_.detectable);
+}
+
 Judgement judge(const ComparedEntry& e, const FamilyCriterion& c, long tests) {
   Judgement j;
   j.se = e.se();
@@ -314,6 +327,7 @@ nlohmann::json FamilyTest::record() const {
     least["catchable_over_scale"] = number_or_null(s.resolution);
     r["smallest_catchable"] = least;
   }
+  r["max_deviation_over_allowed"] = entries_.empty() ? nlohmann::json(0.0) : number_or_null(s.worst_ratio);
   if (s.outside == 0 && !s.unresolved_blocks.empty()) {
     if (s.seeds > 0)
       r["raise"] = {{"key", criterion_.seeds_key}, {"to", s.seeds}};

@@ -195,7 +195,7 @@ class SweepRows {
   // Which rows carry a result: failures and pending points are left blank.
   bool usable(std::size_t r) const {
     const std::string s = t_.text(r, "status");
-    return s == "ok" || s == "disagree";
+    return s == "ok" || s == "disagree" || s == "undecided";
   }
   // The values of the keys not on the figure, "key=value, ..." ("" when there are none).
   std::string combo_of(std::size_t r) const {

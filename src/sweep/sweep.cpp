@@ -141,7 +141,9 @@ Plan make_plan(const ModelEntry& model, const std::string& command, const Params
   return plan;
 }
 
-bool is_failure(const std::string& status) { return status != "ok" && status != "disagree" && status != "pending"; }
+bool is_failure(const std::string& status) {
+  return status != "ok" && status != "disagree" && status != "undecided" && status != "pending";
+}
 
 json Row::to_json() const {
   json v = json::array();

@@ -224,3 +224,20 @@ TEST_CASE("sign-flip test: too few seeds for the false alarm is UNDECIDED with h
   CHECK(fine.record().contains("raise"));
   CHECK(walk_family(random, 2, 4, 20, 0.0, 10.0).verdict().kind == VerdictKind::agree);
 }
+
+TEST_CASE("the record says which test decided: the sign-flip criterion in words, and the worst ratio where a sweep reads it") {
+  std::mt19937_64 random(11);
+  const FamilyTest flip = walk_family(random, 2, 4, 20, 0.0);
+  const std::string text = flip.criterion_text("0.05 * scale");
+  CHECK(text.find("sign-flip") != std::string::npos);
+  CHECK(text.find("128 sign patterns") != std::string::npos);
+  CHECK(text.find("Bonferroni") == std::string::npos);
+  const nlohmann::json r = flip.record();
+  REQUIRE(r.contains("max_deviation_over_allowed"));
+  CHECK(r["max_deviation_over_allowed"].is_number());
+  CHECK(r["max_deviation_over_allowed"] == r["worst"]["deviation_over_allowed"]);
+  FamilyTest t(FamilyCriterion{});
+  t.add(entry(0.5, 0.1, 8));
+  CHECK(t.criterion_text("0").find("Bonferroni") != std::string::npos);
+  CHECK(t.record()["max_deviation_over_allowed"].get<double>() > 0);
+}

@@ -116,6 +116,13 @@ TEST_CASE("hdat plot draws every folder kind of every model, no panel empty") {
       sweep::Communicator comm;
       REQUIRE(app::run_sweep(sweep, comm).exit_code == 0);
       check_figures(sweep.out, m->name + " sweep");
+
+      // A sweep of validate with its default observable (the worst deviation over the allowed one):
+      // a finite value at every point, so the figure has something to draw.
+      sweep.mode = "validate";
+      sweep.out = scratch(m->name + "_sweep_validate");
+      REQUIRE(app::run_sweep(sweep, comm).exit_code == 0);
+      check_figures(sweep.out, m->name + " sweep --mode validate");
     }
   }
   CHECK(models >= 1);

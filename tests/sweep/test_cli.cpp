@@ -53,6 +53,7 @@ TEST_CASE("malformed grids and bad values: exit code 2, one message naming the k
       {"--grid 'H=[1,2]' --shard 2/2", "--shard"},
       {"--grid 'H=[1,2]' --set eta=-1", "eta"},
       {"", "--grid"},
+      {"--grid 'H=[2]' --plot", "--plot"},  // one point: nothing to draw against, said before computing it
   };
   for (const auto& c : cases) {
     CAPTURE(c.args);

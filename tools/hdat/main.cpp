@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   const std::vector<std::pair<std::string, std::string>> model_commands = {
       {"curve", "theory: learning curve of MODEL -> DIR/curve.csv, DIR/run.json"},
       {"simulate", "finite-dimensional simulation over seeds -> DIR/sim.csv, DIR/run.json"},
-      {"validate", "theory against simulation; exit code 0 agree, 1 disagree"},
+      {"validate", "theory against simulation; exit code 0 agree, 1 disagree, 5 undecided (too few seeds: it says what to raise)"},
       {"analyze", "analysis of the theory (e.g. linear stability) -> DIR/*.json"},
   };
   std::vector<CLI::App*> model_subs;

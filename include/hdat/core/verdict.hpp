@@ -159,6 +159,8 @@ class FamilyTest {
   const ComparedEntry& entry(std::size_t k) const { return entries_[k]; }
   Judgement judge(std::size_t k) const;
   const FamilyCriterion& criterion() const { return criterion_; }
+  /// The criterion in words, of the test this family runs (sign-flip after decide(), else the t test).
+  std::string criterion_text(const std::string& allowance) const;
   /// disagree / undecided / agree over every entry (agree when there are none with a standard error
   /// and none outside).
   Verdict verdict() const;

@@ -54,9 +54,9 @@ struct Plan {
 Plan make_plan(const ModelEntry& model, const std::string& command, const Params& base, const std::vector<std::string>& grid,
                std::vector<std::string> observables);
 
-/// Statuses of a finished point. "ok" and "disagree" (a validate run whose verdict is 1) are results;
-/// the others are failures with a reason.
-///   ok, disagree, numerical_failure (exit code 3 or NumericalError), nonfinite (a column of the main
+/// Statuses of a finished point. "ok", "disagree" and "undecided" (a validate run whose verdict is 1
+/// or 5) are results; the others are failures with a reason.
+///   ok, disagree, undecided, numerical_failure (exit code 3 or NumericalError), nonfinite (a column of the main
 ///   table, not an error bar, whose last value is non-finite after finite ones), input_error (the command rejected the point), error (any other
 ///   exception), failed (any other exit code).
 bool is_failure(const std::string& status);
