@@ -70,7 +70,7 @@ if wanted sweep; then
   copy sweep_polarization/sweep_final_one_minus_s_top.png sweep/polarization-T-kappa.png
   run sweep_tied -- sweep tied-attention --set T=1 --grid lambda=0.01:1:7:log --grid kappa0=0.1:0.9:5 \
     --observable at:0.3:test_error --plot
-  copy "$(cd "$WORK" && ls sweep_tied/sweep_*test_error.png | head -1)" sweep/tied-lambda-kappa0.png
+  copy sweep_tied/sweep_test_error_at_0.3.png sweep/tied-lambda-kappa0.png
 fi
 
 if wanted optimize; then

@@ -37,9 +37,13 @@ theory = hdat.curve("specialization", t_points=times, mc_samples=samples, thread
 sim = hdat.simulate("specialization", t_points=times, D=D, seeds=seeds, test_size=2000, threads=threads, quiet=True)
 sim.save(out / "simulate")
 th, sm = theory.table, sim.table
+# Each seed leaves the unstable plateau at its own random time; their mean is then no single
+# trajectory, and the theory (started from the seeds' mean overlaps) leaves it later. So the two are
+# compared before the first escape, as `hdat.validate` does (t_compare).
 z = (sm["risk"] - th["risk"]) / np.hypot(sm["risk_se"], th["risk_se"])
-print(f"D = {D}, {seeds} seeds: largest |simulation - theory| = {np.max(np.abs(z)):.2f} standard errors "
-      "(`hdat.validate` runs the full check with its finite-size trend)")
+before = th["t"] <= 20
+print(f"D = {D}, {seeds} seeds: largest |simulation - theory| on t <= 20 = {np.max(np.abs(z[before])):.2f} standard errors "
+      f"(after the seeds' escapes, up to {np.max(np.abs(z)):.1f}; `hdat.validate` runs the full check with its finite-size trend)")
 
 # 3. A small phase diagram: the excess risk over the Bayes risk at t = 60, over eta x signal scale.
 grid = {"eta": [0.5, 1.0, 2.0], "prior.scale": [0.5, 1.0, 1.5, 2.0]} if not quick else {"eta": [0.5, 2.0], "prior.scale": [0.5, 2.0]}
@@ -57,6 +61,7 @@ ax[0].set(xscale="log", xlabel="t = steps / D", ylabel="risk", title="learning c
 ax[0].legend()
 ax[1].plot(th["t"], th["risk"], label="theory")
 ax[1].errorbar(sm["t"], sm["risk"], yerr=sm["risk_se"], fmt="o", ms=3, label=f"online SGD, D = {D}, {seeds} seeds")
+ax[1].axvline(20, ls=":", color="grey", label="compared up to here (seeds escape later)")
 ax[1].set(xlabel="t", ylabel="risk", title="theory vs simulation")
 ax[1].legend()
 image = ax[2].imshow(excess, origin="lower", aspect="auto", cmap="viridis")
