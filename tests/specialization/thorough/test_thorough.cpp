@@ -41,7 +41,7 @@ TEST_CASE("thorough: broken eta^2 term or wrong sign of 2gg fail at D = 1000, 20
 }
 
 TEST_CASE("thorough: drift check at D = 4000 along a run, and a broken term caught") {
-  const std::vector<std::string> base = {"mode=drift", "dims=[4000]", "drift_samples=8000", "drift_times=[0,5,20]"};
+  const std::vector<std::string> base = {"mode=drift", "dims=[4000]", "drift_samples=20000", "drift_times=[0,5,20]"};  // 20000: the verdict asks for about 13700
   RunContext ctx = quiet_context();
   CHECK(dynamics_validate(*dynamics_model(), params(base), ctx).exit_code == 0);
   auto sets = base;
