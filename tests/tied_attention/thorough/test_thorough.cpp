@@ -55,7 +55,7 @@ TEST_CASE("thorough: AMP tracks its state evolution at d = 50-200 (T = 1, T = 2 
 // Hardmax labels in ERM: the ERM theory (its sample side with one-hot labels) against finite-d training.
 TEST_CASE("thorough: T = 2 ERM with hardmax labels agrees with its theory; a wrong d_q M fails") {
   const json base = {{"T", 2},     {"channel", "hardmax"}, {"noise", 0.1}, {"lambda", 0.1}, {"alphas", json::array({0.1, 0.2})},
-                     {"seeds", 6}, {"dims", json::array({40, 60, 80})}};
+                     {"seeds", 16}, {"dims", json::array({40, 60, 80})}};  // 16: at 6 the verdict is undecided and asks for 14
   const Params p = resolve(param_set(), base, {});
   RunContext ctx = quiet_context();
   CHECK(validate_command(p, ctx).exit_code == 0);
