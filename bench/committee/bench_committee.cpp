@@ -34,7 +34,7 @@ namespace {
 // evaluated on its own from the scalar closed forms (O(K²(K+M)²) I4 calls per evaluation, each
 // building its sub-covariance), loops over all (i, k).
 struct TupleRhs {
-  Setup s;
+  Config s;
   StateLayout layout;
   void operator()(const Eigen::VectorXd& x, Eigen::VectorXd& dx) const {
     const int K = s.K, M = s.M;
@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
              "x_err", "tuple_eu", "tuple_us", "vs_euler", "vs_tuple");
   const std::vector<int> sizes = quick ? std::vector<int>{2, 4} : std::vector<int>{2, 4, 8, 16};
   for (int K : sizes) {
-    Setup s = Setup::defaults(K, K);
+    Config s = Config::defaults(K, K);
     s.eta = 0.5;
     const Eigen::VectorXd x0 = OnlineSGD(s, 500, 0, 0, 0).state();
     const CommitteeODE ode(s, threads), ode1(s, 1);
@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
   };
   for (int K : {2, 8})
     for (int N : {1000, 10000, 100000, 1000000}) {
-      const Setup s = Setup::defaults(K, K);
+      const Config s = Config::defaults(K, K);
       if (N <= 100000) {  // the full engine holds N (K + M) weights and draws N normals a step
         OnlineSGD full(s, N, 0, 0, 0);
         const double sps = rate(full);

@@ -81,7 +81,7 @@ double normal_stream_rate() {
 // softmax), median of five rounds, as one JSON line beside torch_step.py's (side_by_side.sh).
 int time_full_step() {
   const int D = 10000, L = 32, H = 4, steps = 200;
-  OnlineSGD sgd(setup_from(params({fmt::format("L={}", L), fmt::format("H={}", H), "F=2", "activation=softmax"})), D, 0, 0);
+  OnlineSGD sgd(Config::from(params({fmt::format("L={}", L), fmt::format("H={}", H), "F=2", "activation=softmax"})), D, 0, 0);
   for (int i = 0; i < 10; ++i) sgd.step();
   std::vector<double> rounds;
   for (int r = 0; r < 5; ++r) {
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     const Params p = params({"mc_samples=20000", "t_max=100"});
     FlowOptions fo = flow_options(p, threads);
     const auto t0 = Clock::now();
-    const OrderParameterFlow flow(setup_from(p), fo);
+    const OrderParameterFlow flow(Config::from(p), fo);
     Eigen::MatrixXd M0, R0;
     initial_overlaps(p, flow.setup(), M0, R0);
     const Trajectory tr = integrate_flow(flow, M0, R0, observation_times(p), integrate_options(p, flow.layout()));
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   for (int D : {1000, 10000}) {
     for (auto [L, H] : {std::pair{8, 2}, std::pair{32, 4}}) {
       const Params p = params({fmt::format("L={}", L), fmt::format("H={}", H), "F=2", "activation=softmax"});
-      OnlineSGD sgd(setup_from(p), D, 0, 0);
+      OnlineSGD sgd(Config::from(p), D, 0, 0);
       const long steps = quick ? 200 : (D == 1000 ? 20000 : 2000);
       const auto t0 = Clock::now();
       for (long i = 0; i < steps; ++i) sgd.step();
@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
   for (auto [L, H] : {std::pair{8, 2}, std::pair{32, 4}})
     for (int D : {1000, 10000, 100000, 1000000}) {
       const Params p = params({fmt::format("L={}", L), fmt::format("H={}", H), "F=2", "activation=softmax"});
-      const Setup s = setup_from(p);
+      const Config s = Config::from(p);
       double full_rate = std::nan("");
       if (D <= 100000) {
         OnlineSGD sgd(s, D, 0, 0);

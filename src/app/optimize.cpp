@@ -50,7 +50,7 @@ std::map<std::string, double> parse_budget(const std::vector<std::string>& texts
 }
 
 Run run_optimize(const ModelEntry& model, const Params& params, const optimize::OptimizeOptions& options, RunContext& ctx) {
-  if (!model.dynamics || !model.dynamics->controlled)
+  if (!model.dynamics)
     throw InputError("MODEL", fmt::format("model '{}' declares no controllable parameters (optimize: committee, specialization)", model.name));
   Run run{&model, "optimize", params, {}, 0.0, {}, {}};
   const auto start = std::chrono::steady_clock::now();

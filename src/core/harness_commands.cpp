@@ -36,10 +36,14 @@ nlohmann::json blocks_json(const StateLayout& layout, const Eigen::VectorXd& x) 
   return out;
 }
 
-std::string describe(const DynamicsModel& model, const Params& p) { return model.describe ? " (" + model.describe(p) + ")" : ""; }
+std::string describe(const Bound& bound) {
+  const std::string d = bound.dynamics().describe();
+  return d.empty() ? "" : " (" + d + ")";
+}
 
-void finish(const DynamicsModel& model, const Params& p, const std::string& command, RunOutput& out) {
-  if (model.finish) model.finish(p, command, out);
+void finish(const Bound& bound, const std::string& command, RunOutput& out) {
+  Verdict unused;
+  bound.dynamics().finish(bound, command, out, unused);
 }
 
 }  // namespace
@@ -70,11 +74,9 @@ void check_lists(const Params& p) {
     throw InputError("drift_times", "must hold at least one time (validate mode=drift checks the drift there)");
 }
 
-}  // namespace
-
-DynamicsSettings checked_settings(const DynamicsModel& model, const Params& p) {
-  check_lists(p);
-  const DynamicsSettings s = model.settings(p);
+// The settings read once for `p`, checked before any work.
+DynamicsSettings checked_settings(const Dynamics& dynamics, const Params& p) {
+  const DynamicsSettings s = dynamics.settings();
   const bool listed = p.has("t_points");
   const std::string key = listed ? "t_points" : "t_max";
   // An explicit t_max bounds explicit t_points; without t_points it made the grid.
@@ -90,37 +92,61 @@ DynamicsSettings checked_settings(const DynamicsModel& model, const Params& p) {
   return s;
 }
 
-RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext& ctx) {
-  const DynamicsSettings s = checked_settings(model, p);
+}  // namespace
+
+Bound::Bound(const DynamicsModel& model, const Params& p) : model_(model), params_(p) {
+  check_lists(p);  // the lists a model's settings read as non-empty, before the model sees them
+  dynamics_ = model.bind(p);
+  settings_ = checked_settings(*dynamics_, p);
+  layout_ = dynamics_->layout();
+  events_ = dynamics_->events();
+}
+
+const EventFunction* Bound::escape() const {
+  if (model_.escape_event.empty()) return nullptr;
+  for (const EventFunction& e : events_)
+    if (e.name == model_.escape_event) return &e;
+  return nullptr;
+}
+
+const OdeTheory& Bound::theory(int replica) const {
+  const std::lock_guard<std::mutex> lock(theories_mutex_);
+  auto& slot = theories_[replica];
+  if (!slot) slot = dynamics_->theory(replica);
+  return *slot;
+}
+
+RunOutput dynamics_curve(const Bound& bound, RunContext& ctx) {
+  const DynamicsSettings& s = bound.settings();
   const auto start = std::chrono::steady_clock::now();
-  const auto theory = model.theory(p, 0);
-  const CurveStart start_state = curve_start(model, p, *theory, s);
+  const OdeTheory& theory = bound.theory(0);
+  const CurveStart start_state = curve_start(bound);
   const std::vector<double>& times = s.curve_times.empty() ? s.times : s.curve_times;
   IntegrateOptions options = s.integrate;
-  if (model.events) options.events = model.events(p);
+  options.events = bound.events();
   // The work is the integration variable reached (t, or log(1 + t / scale) in log time): the steps
   // are about even in it, so the remaining time is honest.
   auto work = [&options](double t) { return options.log_time ? std::log1p(t / options.time_scale) : t; };
   Progress progress("curve", work(times.back()) - work(s.t_start), !ctx.quiet, options.log_time ? "log(1 + t)" : "t");
   options.progress = [&](double t) { progress.reach(work(t) - work(s.t_start), options.log_time ? fmt::format("t = {:.4g}", t) : ""); };
-  const TheoryRun run = theory_observed(*theory, start_state.x0, s.t_start, times, options);
+  const TheoryRun run = theory_observed(theory, start_state.x0, s.t_start, times, options);
   progress.finish();
 
   RunOutput out;
   out.tables["curve.csv"] = run.table;
   out.info["t_start"] = s.t_start;
   out.info["solver"] = run.solver.to_json();
-  out.info["initial"] = blocks_json(theory->layout(), run.initial);
-  out.info["final"] = blocks_json(theory->layout(), run.final);
+  out.info["initial"] = blocks_json(bound.layout(), run.initial);
+  out.info["final"] = blocks_json(bound.layout(), run.final);
   for (const auto& [key, value] : run.info.items()) out.info[key] = value;
   out.info["start"] = start_state.description;
   const std::size_t n = run.table.rows();
   // The last time reported (the solver's own t_reached may lie past it, inside its last step).
   const double t_last = n ? run.table.number(n - 1, "t") : s.t_start;
-  out.summary = fmt::format("theory{} from t = {:g} to t = {:g}\n  start from         {}\n", describe(model, p), s.t_start, t_last,
+  out.summary = fmt::format("theory{} from t = {:g} to t = {:g}\n  start from         {}\n", describe(bound), s.t_start, t_last,
                             start_state.description);
   if (n) {
-    const Observables last = theory->observe(run.final, t_last);
+    const Observables last = theory.observe(run.final, t_last);
     for (std::size_t k = 0; k < last.size(); ++k) {
       const std::string& name = last.names()[k];
       out.info["final_" + name] = last.at(k).value;
@@ -129,10 +155,10 @@ RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext
                                        : fmt::format("  final {:<12} {:.6g}\n", name, last.at(k).value);
     }
   }
-  report_theory_events(model, p, *theory, run, out);
+  report_theory_events(bound, run, out);
   out.summary += "  solver             " + run.solver.brief() + "\n";
   out.info["theory_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  finish(model, p, "curve", out);
+  finish(bound, "curve", out);
   if (interrupted()) {
     out.exit_code = code(ExitCode::interrupted);
     out.summary += fmt::format("  INTERRUPTED: the {} rows up to t = {:.6g} are kept in curve.csv; a curve is not resumed: the same "
@@ -144,9 +170,9 @@ RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext
   return out;
 }
 
-RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunContext& ctx) {
-  const DynamicsSettings s = checked_settings(model, p);
-  const Ensemble ens = run_ensemble(model, p, s, s.simulate_size, ctx);
+RunOutput dynamics_simulate(const Bound& bound, RunContext& ctx) {
+  const DynamicsSettings& s = bound.settings();
+  const Ensemble ens = run_ensemble(bound, s.simulate_size, ctx);
 
   RunOutput out;
   out.tables["sim.csv"] = ens.mean;
@@ -159,21 +185,20 @@ RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunCont
                             {"seed", s.seed},
                             {"wall_seconds", ens.seconds},
                             {"persisted_seeds", ctx.out.empty() ? "" : (ctx.out / "seeds").string()}};
-  if (!model.escape_event.empty()) {
+  if (!bound.model().escape_event.empty()) {
     out.info["simulation"]["escape_times"] = escapes;
     out.info["simulation"]["escape_times_located"] = "linear in the event function between the two observations that bracket its crossing";
   }
   if (!ens.records.empty() && !ens.records.front().empty()) out.info["simulation"]["runs"] = ens.records;
-  out.summary = fmt::format("simulation{}: {} = {:g}, {} of {} seeds, t up to {:g}, {:.2f} s\n", describe(model, p), s.size_name,
+  out.summary = fmt::format("simulation{}: {} = {:g}, {} of {} seeds, t up to {:g}, {:.2f} s\n", describe(bound), s.size_name,
                             s.simulate_size, ens.finished, ens.requested, s.times.back(), ens.seconds);
   const std::size_t n = ens.mean.rows();
-  const auto theory = model.theory(p, 0);
-  const Observables theory_observables = n ? theory->observe(measured_initial_state(ens, theory->layout()), 0.0) : Observables();
+  const Observables theory_observables = n ? bound.theory(0).observe(measured_initial_state(ens, bound.layout()), 0.0) : Observables();
   for (const auto& name : theory_observables.names())
     if (ens.mean.has_column(name))
         out.summary += fmt::format("  final {:<12} {:.5f} ± {:.5f} (seed mean ± standard error)\n", name, ens.mean.number(n - 1, name),
                                    ens.mean.number(n - 1, name + "_se"));
-  finish(model, p, "simulate", out);
+  finish(bound, "simulate", out);
   if (ens.finished < ens.requested) {
     out.exit_code = code(ExitCode::interrupted);
     out.summary += fmt::format("  INTERRUPTED: the {} finished seeds are kept in {} (the same command resumes with the rest)\n", ens.finished,
@@ -182,8 +207,9 @@ RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunCont
   return out;
 }
 
-RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunContext& ctx) {
-  const DynamicsSettings s = checked_settings(model, p);
+RunOutput dynamics_validate(const Bound& bound, RunContext& ctx) {
+  const DynamicsSettings& s = bound.settings();
+  const Params& p = bound.params();
   RunOutput out;
   out.info["t_start"] = s.t_start;
   const bool drift = p.set().find("mode") && p.text("mode") == "drift";
@@ -191,24 +217,21 @@ RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunCont
   Verdict verdict;
   nlohmann::json record;
   if (drift) {
-    DriftValidation v = validate_drift(model, p, ctx);
+    DriftValidation v = validate_drift(bound, ctx);
     out.tables["drift.csv"] = std::move(v.rows);
-    out.summary = fmt::format("drift check{}\n", describe(model, p)) + v.summary;
+    out.summary = fmt::format("drift check{}\n", describe(bound)) + v.summary;
     verdict = std::move(v.verdict), complete = v.complete, record = std::move(v.record);
   } else {
-    TrajectoryValidation v = validate_trajectories(model, p, ctx);
+    TrajectoryValidation v = validate_trajectories(bound, ctx);
     out.tables["validate.csv"] = std::move(v.points);
     out.tables["escape.csv"] = std::move(v.escape);
     out.tables["validate_curves.csv"] = std::move(v.curves);
-    out.summary = fmt::format("validate{}: theory vs simulation\n", describe(model, p)) + v.summary;
+    out.summary = fmt::format("validate{}: theory vs simulation\n", describe(bound)) + v.summary;
     verdict = std::move(v.verdict), complete = v.complete, record = std::move(v.record);
   }
   out.info["validation"] = std::move(record);
-  // The model may add checks of its own (identities, conservation laws) and overrule the verdict
-  // (by setting it to "disagree").
-  finish(model, p, "validate", out);
-  if (out.info["validation"]["verdict"] == "disagree" && verdict.kind != VerdictKind::disagree)
-    verdict.merge(Verdict::disagree("the model's own checks fail (see the summary)"));
+  // The model may add checks of its own (identities, conservation laws), merged into the verdict.
+  bound.dynamics().finish(bound, "validate", out, verdict);
   out.info["validation"]["verdict"] = verdict.name();
   out.info["validation"]["reasons"] = verdict.reasons;
   out.files["validate.json"] = out.info["validation"].dump(2) + "\n";
@@ -216,13 +239,17 @@ RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunCont
   return out;
 }
 
+RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext& ctx) { return dynamics_curve(Bound(model, p), ctx); }
+RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunContext& ctx) { return dynamics_simulate(Bound(model, p), ctx); }
+RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunContext& ctx) { return dynamics_validate(Bound(model, p), ctx); }
+
 void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsModel> model) {
   // The settings are checked when the parameters are resolved: before any command, sweep point or
   // Python call does any work.
   entry.check = [own = entry.check, model](const Params& p) {
     check_lists(p);
     if (own) own(p);
-    checked_settings(*model, p);
+    Bound(*model, p);
   };
   entry.commands["curve"] = [model](const Params& p, RunContext& ctx) { return dynamics_curve(*model, p, ctx); };
   entry.commands["simulate"] = [model](const Params& p, RunContext& ctx) { return dynamics_simulate(*model, p, ctx); };
@@ -274,7 +301,7 @@ DynamicsSettings standard_settings(const Params& p, const StandardDefaults& d, c
   DynamicsSettings s;
   if (p.has("t_points")) {
     const Eigen::VectorXd t = p.vector("t_points");
-    s.times.assign(t.data(), t.data() + t.size());  // as given: checked_settings refuses an unsorted list
+    s.times.assign(t.data(), t.data() + t.size());  // as given: Bound refuses an unsorted list
   } else {
     const double t_max = p.real("t_max");
     s.times = log_spaced(t_max * 1e-3, t_max, static_cast<int>(p.integer("n_points")), true);

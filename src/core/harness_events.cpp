@@ -20,18 +20,17 @@ double sampled_event_time(const EventFunction& event, const Table& run, const St
   return first_sampled_crossing(event, t, x);
 }
 
-double sampled_escape_time(const DynamicsModel& model, const Params& p, const Table& run, const StateLayout& layout) {
-  if (model.escape_event.empty() || !model.events) return NAN;
-  for (const EventFunction& e : model.events(p))
-    if (e.name == model.escape_event) return sampled_event_time(e, run, layout);
-  return NAN;
+double sampled_escape_time(const Bound& bound, const Table& run) {
+  const EventFunction* escape = bound.escape();
+  return escape ? sampled_event_time(*escape, run, bound.layout()) : NAN;
 }
 
-void report_theory_events(const DynamicsModel& model, const Params& p, const OdeTheory& theory, const TheoryRun& run, RunOutput& out) {
-  if (!model.events || model.events(p).empty()) return;
+void report_theory_events(const Bound& bound, const TheoryRun& run, RunOutput& out) {
+  if (bound.events().empty()) return;
+  const OdeTheory& theory = bound.theory(0);
   nlohmann::json& times = out.info["events"];
   nlohmann::json& states = out.info["event_states"];
-  for (const EventFunction& declared : model.events(p)) {
+  for (const EventFunction& declared : bound.events()) {
     const LocatedEvent* e = run.solver.first_event(declared.name);
     times[declared.name] = e ? nlohmann::json(e->t) : nlohmann::json(nullptr);
     if (!e) {
@@ -52,17 +51,19 @@ void report_theory_events(const DynamicsModel& model, const Params& p, const Ode
   times["location"] = "zero crossings of the event functions, located between steps on the integrator's dense output (TOMS 748)";
 }
 
-CurveStart curve_start(const DynamicsModel& model, const Params& p, const OdeTheory& theory, const DynamicsSettings& settings) {
+CurveStart curve_start(const Bound& bound) {
+  const Params& p = bound.params();
+  const Dynamics& model = bound.dynamics();
+  const DynamicsSettings& settings = bound.settings();
   bool given = false;
-  for (const auto& k : model.start_keys) given = given || p.has(k);
+  for (const auto& k : bound.model().start_keys) given = given || p.has(k);
   const std::string start = p.set().find("start") ? p.text("start") : "mean";
-  if (given) return {model.initial_state(p, theory), "the given initial overlaps"};
-  if (!model.replica_initial_state || (start != "mean" && start != "replica"))
-    return {model.initial_state(p, theory), fmt::format("the model's own initial state (start={})", start)};
-  if (start == "replica")
-    return {model.replica_initial_state(p, 0), fmt::format("replica 0's initial overlaps (seed {}; start=replica)", settings.seed)};
-  Eigen::VectorXd mean = model.replica_initial_state(p, 0);
-  for (int k = 1; k < settings.seeds; ++k) mean += model.replica_initial_state(p, static_cast<std::uint64_t>(k));
+  if (given) return {model.initial_state(bound.theory(0)), "the given initial overlaps"};
+  std::optional<Eigen::VectorXd> first = (start == "mean" || start == "replica") ? model.replica_initial_state(0) : std::nullopt;
+  if (!first) return {model.initial_state(bound.theory(0)), fmt::format("the model's own initial state (start={})", start)};
+  if (start == "replica") return {*first, fmt::format("replica 0's initial overlaps (seed {}; start=replica)", settings.seed)};
+  Eigen::VectorXd mean = *first;
+  for (int k = 1; k < settings.seeds; ++k) mean += *model.replica_initial_state(static_cast<std::uint64_t>(k));
   mean /= settings.seeds;
   return {mean, fmt::format("the mean initial overlaps of the {} seeds' replicas (seed {}), as simulate's mean; start=replica: one draw",
                             settings.seeds, settings.seed)};

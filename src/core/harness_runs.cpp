@@ -67,10 +67,10 @@ TheoryRun integrate_theory(const OdeTheory& theory, const Eigen::VectorXd& x0, c
   return out;
 }
 
-ReplicatedTheory run_theory_replicas(const DynamicsModel& model, const Params& p, const Eigen::VectorXd& x0, double t_start,
-                                     const std::vector<double>& times, const IntegrateOptions& options, int replicas) {
+ReplicatedTheory run_theory_replicas(const Bound& bound, const Eigen::VectorXd& x0, const std::vector<double>& times, int replicas) {
+  const DynamicsSettings& s = bound.settings();
   std::vector<TheoryRun> runs;
-  for (int k = 0; k < replicas; ++k) runs.push_back(theory_observed(*model.theory(p, k), x0, t_start, times, options));
+  for (int k = 0; k < replicas; ++k) runs.push_back(theory_observed(bound.theory(k), x0, s.t_start, times, s.integrate));
   ReplicatedTheory out{runs.front(), {}};
   std::size_t rows = out.run.table.rows();
   for (const auto& r : runs) {
@@ -140,13 +140,13 @@ Table ensemble_mean(const std::vector<Table>& runs) {
   return mean;
 }
 
-std::string simulation_hash(const DynamicsModel& model, const Params& p, double size) {
-  nlohmann::json j = p.flat();
+std::string simulation_hash(const Bound& bound, double size) {
+  nlohmann::json j = bound.params().flat();
   // The harness's own keys: they choose what is compared, not how a run goes.
   for (const char* k : {"dims", "mode", "tolerance", "false_alarm", "detectable", "rel_tolerance", "t_compare", "drift_samples", "drift_times", "theory_replicas",
                         "seeds", "rtol", "atol", "stepper", "break_term", "start"})
     j.erase(k);
-  for (const auto& k : model.theory_only_keys) j.erase(k);
+  for (const auto& k : bound.model().theory_only_keys) j.erase(k);
   j["size"] = size;
   return fmt::format("{:016x}", std::hash<std::string>{}(j.dump()));
 }
@@ -156,6 +156,12 @@ TheoryRun OdeTheory::run(const Eigen::VectorXd& x0, const std::vector<double>& t
 }
 
 namespace {
+
+bool has_columns(const Table& t, const std::vector<std::string>& columns) {
+  for (const auto& c : columns)
+    if (!t.has_column(c)) return false;
+  return true;
+}
 
 // The state as JSON numbers and back (a seed's persisted initial state).
 nlohmann::json state_json(const Eigen::VectorXd& x) { return std::vector<double>(x.data(), x.data() + x.size()); }
@@ -167,8 +173,25 @@ Eigen::VectorXd state_from_json(const nlohmann::json& j) {
 
 }  // namespace
 
-Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const DynamicsSettings& settings, double size,
-                      const RunContext& ctx) {
+namespace {
+
+// Columns of runs that cannot be averaged together: persisted seeds from another version of the model.
+void check_same_columns(const std::vector<Table>& runs, const std::vector<char>& done, const fs::path& persist) {
+  const Table* first = nullptr;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    if (!done[k]) continue;
+    if (!first) first = &runs[k];
+    else if (runs[k].columns() != first->columns())
+      throw std::runtime_error(fmt::format("the runs' columns differ (replica {} against the first); persisted seeds in {} were written by "
+                                           "another version of the model: remove them", k, persist.string()));
+  }
+}
+
+}  // namespace
+
+Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
+  const DynamicsSettings& settings = bound.settings();
+  const StateLayout& layout = bound.layout();
   const auto start = std::chrono::steady_clock::now();
   const std::vector<double>& times = settings.times;
   Ensemble ens;
@@ -180,24 +203,18 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
   std::vector<Eigen::VectorXd> initial(n_seeds);
   std::vector<char> done(n_seeds, 0);
   const fs::path persist = ctx.out.empty() ? fs::path() : ctx.out / "seeds";
-  const std::string hash = simulation_hash(model, p, size);
+  const std::string hash = simulation_hash(bound, size);
   auto seed_file = [&](std::size_t k, const char* suffix) {
     return persist / fmt::format("{}_{}{}_seed{}_replica{}{}", hash, settings.size_name, size_text(size), settings.seed, k, suffix);
   };
-  const StateLayout layout = model.theory(p, 0)->layout();
-  // The columns every finished run must have (a persisted file from another layout is recomputed).
-  std::vector<std::string> columns;
-  {
-    auto probe = model.system(p, size, 0);
-    columns = run_columns(probe->observe(), layout);
-  }
-  // A persisted seed: its table at the observation times, its initial state, its record.
+  // A persisted seed: its table at the observation times with the layout's columns, its initial
+  // state, its record (the hash names the configuration that wrote it).
   if (!persist.empty())
     for (std::size_t k = 0; k < n_seeds; ++k)
       if (fs::exists(seed_file(k, ".csv")) && fs::exists(seed_file(k, ".initial.json"))) {
         Table t = Table::read_csv_file(seed_file(k, ".csv"));
         const Eigen::VectorXd x0 = state_from_json(nlohmann::json::parse(read_file(seed_file(k, ".initial.json"))));
-        if (t.rows() != times.size() || t.columns() != columns || x0.size() != layout.size()) continue;
+        if (t.rows() != times.size() || !has_columns(t, layout.columns()) || x0.size() != layout.size()) continue;
         runs[k] = std::move(t), initial[k] = x0, done[k] = 1;
         if (fs::exists(seed_file(k, ".csv.json"))) records[k] = nlohmann::json::parse(read_file(seed_file(k, ".csv.json")));
       }
@@ -213,11 +230,11 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (std::size_t k = 0; k < n_seeds; ++k) {
     if (done[k] || interrupted()) continue;
-    auto system = model.system(p, size, k);
+    auto system = bound.system(size, k);
     // The run starts at its own t_start: its initial state is recorded there, before any step,
     // whatever the observation times.
     const Eigen::VectorXd x0 = system->state();
-    Table t(columns);
+    Table t;
     bool complete = true;
     double reached = times.front();
     for (double time : times) {
@@ -226,7 +243,9 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
         break;
       }
       system->advance_to(time);
-      t.add_row(run_row(time, system->observe(), layout, system->state()));
+      const Observables observed = system->observe();
+      if (t.columns().empty()) t = Table(run_columns(observed, layout));
+      t.add_row(run_row(time, observed, layout, system->state()));
       progress.advance(time - reached);
       reached = time;
     }
@@ -242,12 +261,13 @@ Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const Dynamic
     done[k] = 1;
   }
   progress.finish();
+  check_same_columns(runs, done, persist);
   for (std::size_t k = 0; k < n_seeds; ++k)
     if (done[k]) {
       ens.runs.push_back(runs[k]);
       ens.records.push_back(records[k]);
       ens.initial_states.push_back(initial[k]);
-      if (!model.escape_event.empty()) ens.escape_times.push_back(sampled_escape_time(model, p, ens.runs.back(), layout));
+      if (!bound.model().escape_event.empty()) ens.escape_times.push_back(sampled_escape_time(bound, ens.runs.back()));
     }
   ens.finished = static_cast<int>(ens.runs.size());
   ens.mean = ensemble_mean(ens.runs);

@@ -46,20 +46,16 @@ struct SizeRun {
 // follows a run's own start, so theory(x̄0) − mean of runs fluctuates like the mean of the paired
 // deviations theory(x0_i) − run_i (to O(1/size), which the allowance covers), not like the mean
 // of the runs. The theory here is replica 0; its own sampling error is the replicas' spread.
-std::vector<Table> paired_deviations(const DynamicsModel& model, const Params& p, const DynamicsSettings& s, const StateLayout& layout,
-                                     const Ensemble& ens) {
+std::vector<Table> paired_deviations(const Bound& bound, const Ensemble& ens) {
+  const DynamicsSettings& s = bound.settings();
   // A sampled theory (theory_replicas > 1): seed i is paired with its own sample set i, so that every
   // seed's deviation carries an independent draw of the theory's error and the sign-flip test covers it.
   const bool sampled = s.theory_replicas > 1;
-  const decltype(model.theory(p, 0)) shared = sampled ? nullptr : model.theory(p, 0);
   std::vector<Table> deviations;
-  int seed = 0;
-  for (const Table& run : ens.runs) {
-    std::vector<double> start;
-    for (const auto& c : layout.columns()) start.push_back(run.number(0, c));
-    const auto own = sampled ? model.theory(p, seed) : nullptr;
-    ++seed;
-    const TheoryRun th = theory_observed(sampled ? *own : *shared, layout.from_values(start), s.t_start, s.times, s.integrate);
+  for (std::size_t i = 0; i < ens.runs.size(); ++i) {
+    const Table& run = ens.runs[i];
+    // From the run's own state at t_start, recorded before its first step.
+    const TheoryRun th = theory_observed(bound.theory(sampled ? static_cast<int>(i) : 0), ens.initial_states[i], s.t_start, s.times, s.integrate);
     std::vector<std::string> cols = {"t"};
     for (const auto& c : run.columns())
       if (c != "t" && th.table.has_column(c) && !(c.size() > 3 && c.compare(c.size() - 3, 3, "_se") == 0)) cols.push_back(c);
@@ -146,15 +142,15 @@ std::string criterion_text(const DynamicsSettings& s, const FamilyTest& family) 
 namespace trajectory_steps {
 namespace {
 
-std::vector<SizeRun> run_sizes(const DynamicsModel& model, const Params& p, const DynamicsSettings& s, const StateLayout& layout,
-                               RunContext& ctx) {
+std::vector<SizeRun> run_sizes(const Bound& bound, RunContext& ctx) {
+  const DynamicsSettings& s = bound.settings();
   std::vector<SizeRun> runs;
   for (double size : s.validate_sizes) {
-    Ensemble ens = run_ensemble(model, p, s, size, ctx);
+    Ensemble ens = run_ensemble(bound, size, ctx);
     if (ens.finished == 0 || interrupted()) break;
-    const Eigen::VectorXd x0 = measured_initial_state(ens, layout);
-    ReplicatedTheory th = run_theory_replicas(model, p, x0, s.t_start, s.times, s.integrate, s.theory_replicas);
-    std::vector<Table> per_seed = s.deterministic ? std::vector<Table>{} : paired_deviations(model, p, s, layout, ens);
+    const Eigen::VectorXd x0 = measured_initial_state(ens, bound.layout());
+    ReplicatedTheory th = run_theory_replicas(bound, x0, s.times, s.theory_replicas);
+    std::vector<Table> per_seed = s.deterministic ? std::vector<Table>{} : paired_deviations(bound, ens);
     Table paired = per_seed.empty() ? Table({"t"}) : ensemble_mean(per_seed);
     const double t_cmp = comparison_end(s, ens);
     const stats::MeanSe esc = escape_statistics(ens);
@@ -173,11 +169,11 @@ struct Compared {
   double t_common = INFINITY;
 };
 
-Compared compared_quantities(const DynamicsModel& model, const Params& p, const DynamicsSettings& s, const StateLayout& layout,
-                             const std::vector<SizeRun>& runs) {
+Compared compared_quantities(const Bound& bound, const std::vector<SizeRun>& runs) {
+  const StateLayout& layout = bound.layout();
   std::vector<std::string> observables;
   if (!runs.empty()) {
-    const Observables at_start = model.theory(p, 0)->observe(runs.front().theory.run.initial, s.t_start);
+    const Observables at_start = bound.theory(0).observe(runs.front().theory.run.initial, bound.settings().t_start);
     for (const auto& name : at_start.names())
       if (runs.front().ensemble.mean.has_column(name)) observables.push_back(name);
   }
@@ -410,15 +406,14 @@ void check_validate_settings(const DynamicsSettings& s, bool drift) {
   if (!(s.detectable > 0)) throw InputError("detectable", "must be > 0");
 }
 
-TrajectoryValidation validate_trajectories(const DynamicsModel& model, const Params& p, RunContext& ctx) {
+TrajectoryValidation validate_trajectories(const Bound& bound, RunContext& ctx) {
   using namespace trajectory_steps;
-  const DynamicsSettings s = model.settings(p);
+  const DynamicsSettings& s = bound.settings();
   check_validate_settings(s, false);
-  const StateLayout layout = model.theory(p, 0)->layout();
   TrajectoryValidation v;
-  const std::vector<SizeRun> runs = run_sizes(model, p, s, layout, ctx);
+  const std::vector<SizeRun> runs = run_sizes(bound, ctx);
   v.complete = runs.size() == s.validate_sizes.size() && !interrupted();
-  const Compared cmp = compared_quantities(model, p, s, layout, runs);
+  const Compared cmp = compared_quantities(bound, runs);
   const std::string& sz = s.size_name;
   start_output(v, sz, cmp);
 
@@ -467,12 +462,12 @@ TrajectoryValidation validate_trajectories(const DynamicsModel& model, const Par
   return v;
 }
 
-DriftValidation validate_drift(const DynamicsModel& model, const Params& p, RunContext& ctx) {
-  const DynamicsSettings s = model.settings(p);
+DriftValidation validate_drift(const Bound& bound, RunContext& ctx) {
+  const DynamicsSettings& s = bound.settings();
   check_validate_settings(s, true);
-  auto theory = model.theory(p, 0);
-  const StateLayout& layout = theory->layout();
-  auto system = model.system(p, s.drift_size, 0);
+  const OdeTheory& theory = bound.theory(0);
+  const StateLayout& layout = bound.layout();
+  auto system = bound.system(s.drift_size, 0);
   DriftValidation v;
   v.rows = Table({"t", "term", "entry", "theory", "theory_se", "simulation", "simulation_se", "z", "allowed", "agree"});
   // Only the entries the output lists (i <= j of symmetric blocks).
@@ -497,7 +492,7 @@ DriftValidation validate_drift(const DynamicsModel& model, const Params& p, RunC
   for (double t_check : s.drift_times) {
     system->advance_to(t_check);
     const Eigen::VectorXd x = system->state();
-    const DriftTerms th = theory->terms(x);
+    const DriftTerms th = theory.terms(x);
     std::vector<stats::Moments> sim(th.size(), stats::Moments(layout.size()));
     for (long i = 0; i < s.drift_samples; ++i) {
       const DriftTerms inc = system->increment();

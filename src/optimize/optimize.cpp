@@ -565,8 +565,7 @@ json confirm(const DynamicsModel& model, const Params& p, const OptimizeOptions&
     const Params q = p.with({{"schedule", r.c->protocol.schedule().to_json()},
                              {"t_points", std::vector<double>{0.0, T}},
                              {"seeds", o.confirm_seeds}});
-    const DynamicsSettings s = model.settings(q);
-    const Ensemble e = run_ensemble(model, q, s, o.confirm_size, ctx);
+    const Ensemble e = run_ensemble(Bound(model, q), o.confirm_size, ctx);
     r.finished = e.finished;
     if (e.mean.rows() == 0 || !e.mean.has_column(risk)) throw std::runtime_error("confirm: the simulation has no column " + risk);
     r.mean = e.mean.number(e.mean.rows() - 1, risk);
@@ -598,11 +597,11 @@ json confirm(const DynamicsModel& model, const Params& p, const OptimizeOptions&
 }  // namespace
 
 RunOutput run_optimize(const DynamicsModel& model, const Params& p, const OptimizeOptions& o, RunContext& ctx) {
-  if (!model.controlled) throw InputError("MODEL", "this model declares no controllable parameters (no optimal protocols)");
-  const auto theory = model.controlled(p);
+  const Bound bound(model, p);
+  const auto theory = bound.dynamics().controlled();
+  if (!theory) throw InputError("MODEL", "this model declares no controllable parameters (optimize: committee, specialization)");
   const Problem pr = check_options(o, *theory, p);
-  const auto ode = model.theory(p, 0);
-  const Eigen::VectorXd x0 = model.initial_state(p, *ode);
+  const Eigen::VectorXd x0 = bound.dynamics().initial_state(bound.theory(0));
   IntegrateOptions io;
   io.rtol = o.rtol;
   io.atol = o.atol;

@@ -9,17 +9,17 @@ namespace committee_test {
 
 using hdat::committee::Activation;
 using hdat::committee::Overlaps;
-using hdat::committee::Setup;
+using hdat::committee::Config;
 
-inline Setup setup(int K, int M, Activation g = Activation::erf) {
-  Setup s = Setup::defaults(K, M);
+inline Config setup(int K, int M, Activation g = Activation::erf) {
+  Config s = Config::defaults(K, M);
   s.activation = g;
   return s;
 }
 
 /// Overlaps of random weights in dimension D (so that C is a valid covariance): students
 /// w_k = a_k w*_{k mod M} + b_k noise, with second layers v0 (and vstar) as in the setup.
-inline Overlaps random_overlaps(const Setup& s, std::uint64_t replica, int D = 40) {
+inline Overlaps random_overlaps(const Config& s, std::uint64_t replica, int D = 40) {
   auto eng = hdat::rng::engine(77, replica, hdat::rng::user);
   boost::random::normal_distribution<double> normal;
   Eigen::MatrixXd W(s.K, D), Ws(s.M, D);

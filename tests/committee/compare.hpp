@@ -83,7 +83,7 @@ struct Runs {
   std::vector<std::vector<Eigen::VectorXd>> states;  ///< [seed][time]
 };
 
-inline Runs simulate(const Setup& s, int N, int seeds, const std::vector<double>& times, std::uint64_t seed = 0) {
+inline Runs simulate(const Config& s, int N, int seeds, const std::vector<double>& times, std::uint64_t seed = 0) {
   Runs r;
   r.N = N;
   r.times = times;
@@ -112,7 +112,7 @@ struct Comparison {
 
 /// Compare the runs with the theory of setup `s` (possibly with a broken term). An entry agrees when
 /// |mean gap| ≤ 4 se + rel · (largest |value| of the component over the run).
-inline Comparison compare(const Setup& s, const Runs& runs, double rel = 0.0) {
+inline Comparison compare(const Config& s, const Runs& runs, double rel = 0.0) {
   const CommitteeODE ode(s, 1);
   const int seeds = static_cast<int>(runs.states.size()), nt = static_cast<int>(runs.times.size());
   const int n = static_cast<int>(runs.states[0][0].size());

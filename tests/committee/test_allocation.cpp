@@ -57,7 +57,7 @@ TEST_CASE("the probe sees allocations") {
 TEST_CASE("the right-hand side allocates nothing after its first call (erf and linear, serial and parallel)") {
   for (auto [K, threads] : std::vector<std::pair<int, int>>{{2, 1}, {5, 1}, {16, 2}})
     for (Activation g : {Activation::erf, Activation::linear}) {
-      Setup s = committee_test::setup(K, K, g);
+      Config s = committee_test::setup(K, K, g);
       s.train_v = true;
       s.noise = 0.1;
       s.wd = 0.01;
@@ -76,7 +76,7 @@ TEST_CASE("the right-hand side allocates nothing after its first call (erf and l
 
 TEST_CASE("an SGD step allocates nothing") {
   for (bool train_v : {false, true}) {
-    Setup s = committee_test::setup(3, 2);
+    Config s = committee_test::setup(3, 2);
     s.train_v = train_v;
     s.wd = 0.01;
     s.noise = 0.2;

@@ -57,7 +57,7 @@ TEST_CASE("curve: the spec's columns, from the first simulation replica's initia
   CHECK_FALSE(curve.has_column("v_0"));    // v only when trained
   CHECK(curve.number(curve.rows() - 1, "t") == doctest::Approx(1000.0));
   // The start is the overlaps of replica 0 of the seed at N = 500.
-  const Setup s = setup_from(params(nlohmann::json::object()));
+  const Config s = Config::from(params(nlohmann::json::object()));
   const Eigen::VectorXd x0 = OnlineSGD(s, 500, 0, 0, 0).state();
   CHECK(curve.number(0, "eg") == doctest::Approx(CommitteeODE(s).generalisation_error(x0)).epsilon(1e-12));
   // The plateau ends within t_max and the error then falls far below its plateau value.
@@ -118,7 +118,7 @@ double escape_by_bisection(const CommitteeODE& ode, Eigen::VectorXd x, double th
 }  // namespace
 
 TEST_CASE("the escape time is located between steps: the same on every observation grid, where the event function crosses zero") {
-  const Setup s = setup_from(params(nlohmann::json::object()));
+  const Config s = Config::from(params(nlohmann::json::object()));
   const CommitteeODE ode(s);
   const double independent = escape_by_bisection(ode, OnlineSGD(s, s.N, s.seed, 0, 0).state(), 0.3);
   std::vector<double> located, on_grid;
@@ -149,7 +149,7 @@ TEST_CASE("the escape time is located between steps: the same on every observati
 }
 
 TEST_CASE("curve starts from the seeds' mean of the replicas' initial overlaps, or from replica 0's with start=replica") {
-  const Setup s = setup_from(params(nlohmann::json::object()));
+  const Config s = Config::from(params(nlohmann::json::object()));
   Eigen::VectorXd mean = Eigen::VectorXd::Zero(s.layout().size());
   for (std::uint64_t k = 0; k < 8; ++k) mean += OnlineSGD(s, 500, 0, k, 0).state() / 8.0;
   const CommitteeODE ode(s);
@@ -193,7 +193,7 @@ TEST_CASE("validate: drift and trajectories agree on the smoke configuration; ev
     CAPTURE(ok.summary);
     CHECK(ok.exit_code == 0);
     MESSAGE(mode << ": " << ok.summary);
-    for (const std::string& term : setup_from(params(good)).active_terms()) {
+    for (const std::string& term : Config::from(params(good)).active_terms()) {
       nlohmann::json bad = good;
       bad["break_term"] = term;
       const RunOutput no = run("validate", bad);

@@ -1,4 +1,4 @@
-// The committee model's parameters: defaults of the spec, Setup from Params, and one clear
+// The committee model's parameters: defaults of the spec, Config from Params, and one clear
 // InputError naming the key for every bad input.
 #include <doctest/doctest.h>
 
@@ -43,7 +43,7 @@ std::string rejected_key(const std::vector<std::string>& sets) {
 }  // namespace
 
 TEST_CASE("the spec's defaults") {
-  const Setup s = setup_from(params({}));
+  const Config s = Config::from(params({}));
   CHECK(s.N == 500);
   CHECK(s.K == 2);
   CHECK(s.M == 2);
@@ -59,7 +59,7 @@ TEST_CASE("the spec's defaults") {
   CHECK(s.init_std == 1.0);
   CHECK(s.broken_term == "none");
   CHECK(s.layout().size() == 4 + 4 + 4);  // Q, R, T; no v block
-  const Setup t = setup_from(params({"K=3", "M=1", "train_v=true", "eta=0.2", "activation=linear", "vstar=[2]"}));
+  const Config t = Config::from(params({"K=3", "M=1", "train_v=true", "eta=0.2", "activation=linear", "vstar=[2]"}));
   CHECK(t.eta_v == 0.2);
   CHECK(t.vstar(0) == 2.0);
   CHECK(t.layout().contains("v"));
@@ -84,7 +84,7 @@ TEST_CASE("bad input names the key") {
 
 TEST_CASE("given initial overlaps become the theory's start") {
   const Params p = params({"Q0=[[1,0.1],[0.1,0.8]]", "R0=[[0.5,0.2],[0.1,0.3]]", "T0=[[1,0],[0,1]]", "v0=[1,0.5]"});
-  const Setup s = setup_from(p);
+  const Config s = Config::from(p);
   const Overlaps o = unpack(s, given_initial_state(p, s));
   CHECK(o.Q(1, 1) == 0.8);
   CHECK(o.R(0, 1) == 0.2);

@@ -26,7 +26,7 @@ IntegrateOptions tight() {
 }
 
 // K = M = 2 start: Q = q0 I, R = r0 + ε [[1, −1], [−1, 1]] (student 0 leans to teacher 0).
-Eigen::VectorXd plateau_start(const Setup& s, double eps) {
+Eigen::VectorXd plateau_start(const Config& s, double eps) {
   Overlaps o;
   o.Q = 0.2 * Eigen::MatrixXd::Identity(2, 2);
   o.R.resize(2, 2);
@@ -73,7 +73,7 @@ Eigen::VectorXd evolve(const CommitteeODE& ode, const Eigen::VectorXd& x0, doubl
 // Largest real part among the eigenvalues of the flow linearised at x, in the independent
 // coordinates (Q_ik, i ≤ k; R_in), by central differences.
 double largest_growth_rate(const CommitteeODE& ode, const Eigen::VectorXd& x) {
-  const Setup& s = ode.setup();
+  const Config& s = ode.setup();
   const StateLayout& l = ode.layout();
   std::vector<std::vector<int>> coords;  // each independent coordinate: the flat components it sets
   for (int k = 0; k < s.K; ++k)
@@ -96,7 +96,7 @@ double largest_growth_rate(const CommitteeODE& ode, const Eigen::VectorXd& x) {
 }  // namespace
 
 TEST_CASE("the symmetric plateau is a saddle: escape time = const + ln(1/asymmetry) / lambda, lambda from the linearised flow") {
-  Setup s = committee_test::setup(2, 2);
+  Config s = committee_test::setup(2, 2);
   s.eta = 0.5;
   const CommitteeODE ode(s);
   // Exactly symmetric students never leave the plateau: they relax onto its fixed point.
@@ -127,7 +127,7 @@ TEST_CASE("the symmetric plateau is a saddle: escape time = const + ln(1/asymmet
 TEST_CASE("without noise the error vanishes for K >= M, and not for K < M") {
   std::string line;
   for (auto [K, M] : std::vector<std::pair<int, int>>{{1, 1}, {2, 2}, {3, 2}, {1, 2}}) {
-    Setup s = committee_test::setup(K, M);
+    Config s = committee_test::setup(K, M);
     s.eta = 0.5;
     const CommitteeODE ode(s);
     Overlaps o = committee_test::random_overlaps(s, 8);  // asymmetric, T != I
@@ -151,7 +151,7 @@ TEST_CASE("with label noise the asymptotic error grows with eta, linearly at sma
   std::vector<double> etas = {0.05, 0.1, 0.2, 0.5, 1.0}, finals;
   std::string line;
   for (double eta : etas) {
-    Setup s = committee_test::setup(2, 2);
+    Config s = committee_test::setup(2, 2);
     s.eta = eta;
     s.noise = 0.5;
     const CommitteeODE ode(s);

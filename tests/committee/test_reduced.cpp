@@ -17,8 +17,8 @@ using namespace hdat::committee;
 
 namespace {
 
-Setup noisy_setup(Activation g) {
-  Setup s = committee_test::setup(2, 2, g);
+Config noisy_setup(Activation g) {
+  Config s = committee_test::setup(2, 2, g);
   s.eta = 2.0;  // a large step: the η² part, through |x|²/N, weighs in the law of Q
   s.noise = 0.5;
   s.wd = 0.1;
@@ -27,7 +27,7 @@ Setup noisy_setup(Activation g) {
 
 // The states of `runs` replicas of an engine at the given times: [time × entry][replica].
 template <class Engine>
-std::vector<std::vector<double>> states_at(const Setup& s, int N, const std::vector<double>& times, int runs, Reduction r = {},
+std::vector<std::vector<double>> states_at(const Config& s, int N, const std::vector<double>& times, int runs, Reduction r = {},
                                            int first_replica = 0) {
   std::vector<std::vector<double>> out;
   const int n = s.layout().size();
@@ -61,7 +61,7 @@ double smallest_p(const std::vector<std::vector<double>>& a, const std::vector<s
 
 TEST_CASE("one reduced step is the full step's Gram matrix: W'^T W'/N = A C A + (A u a^T + a u^T A)/N + |x|^2/N a a^T/N") {
   for (Activation g : {Activation::erf, Activation::linear}) {
-    Setup s = noisy_setup(g);
+    Config s = noisy_setup(g);
     s.train_v = true;
     s.eta_v = 0.3;
     const int N = 40;
@@ -92,7 +92,7 @@ TEST_CASE("reduced and full online SGD agree in distribution (KS over 400 seeds,
     for (TeacherKind teacher : {TeacherKind::orthonormal, TeacherKind::gaussian}) {
       CAPTURE(activation_name(g));
       CAPTURE(teacher == TeacherKind::gaussian);
-      Setup s = noisy_setup(g);
+      Config s = noisy_setup(g);
       if (g == Activation::linear) s.eta = 0.5;  // linear students diverge at large steps
       s.teacher = teacher;
       const int N = 24, runs = 400;
@@ -120,7 +120,7 @@ TEST_CASE("reduced and full online SGD agree in distribution (KS over 400 seeds,
 }
 
 TEST_CASE("the reduced engine starts from the full engine's initial weights, runs at N = 10^6, and says which engine it is") {
-  const Setup s = noisy_setup(Activation::erf);
+  const Config s = noisy_setup(Activation::erf);
   OnlineSGD full(s, 200, 5, 3, 0);
   ReducedSGD reduced(s, 200, 5, 3, 0);
   CHECK((full.state() - reduced.state()).cwiseAbs().maxCoeff() == 0.0);

@@ -41,7 +41,7 @@ Eigen::MatrixXd matrix_from(const json& j) {
 }
 
 // Run the reference on (s, o) at `times`; returns its output.
-json reference(const Setup& s, const Overlaps& o, const std::vector<double>& times, double dt, const std::string& tag) {
+json reference(const Config& s, const Overlaps& o, const std::vector<double>& times, double dt, const std::string& tag) {
   const char* src = std::getenv("HDAT_SOURCE_DIR");
   const std::filesystem::path script = std::filesystem::path(src ? src : ".") / "tests/committee/reference_ode.py";
   REQUIRE(std::filesystem::exists(script));
@@ -60,7 +60,7 @@ json reference(const Setup& s, const Overlaps& o, const std::vector<double>& tim
   return out;
 }
 
-void check_against_reference(const Setup& s, const Overlaps& o, double t_max, const std::string& tag) {
+void check_against_reference(const Config& s, const Overlaps& o, double t_max, const std::string& tag) {
   const std::vector<double> times = lin_spaced(0.0, t_max, 21);
   const json ref = reference(s, o, times, 0.02, tag);
   const CommitteeODE ode(s);
@@ -99,7 +99,7 @@ void check_against_reference(const Setup& s, const Overlaps& o, double t_max, co
 TEST_CASE("the curve agrees with an independent NumPy implementation (Saad-Solla forms, RK4) on given initial overlaps") {
   {
     // erf, every term, through the plateau and the specialisation.
-    Setup s = committee_test::setup(2, 2);
+    Config s = committee_test::setup(2, 2);
     s.eta = 1.0;
     s.eta_v = 0.5;
     s.train_v = true;
@@ -117,14 +117,14 @@ TEST_CASE("the curve agrees with an independent NumPy implementation (Saad-Solla
   }
   {
     // erf, over-parameterised K = 3 > M = 2, Gaussian-like teacher overlaps T != I.
-    Setup s = committee_test::setup(3, 2);
+    Config s = committee_test::setup(3, 2);
     s.eta = 0.5;
     const Overlaps o = committee_test::random_overlaps(s, 3);
     check_against_reference(s, o, 40.0, "erf K=3 M=2");
   }
   {
     // linear, K = 2 < M = 3, second layer trained, label noise.
-    Setup s = committee_test::setup(2, 3, Activation::linear);
+    Config s = committee_test::setup(2, 3, Activation::linear);
     s.eta = 0.3;
     s.eta_v = 0.2;
     s.train_v = true;

@@ -16,8 +16,8 @@ using namespace hdat::committee;
 
 namespace {
 
-Setup full_setup(Activation g = Activation::erf) {
-  Setup s = committee_test::setup(3, 2, g);
+Config full_setup(Activation g = Activation::erf) {
+  Config s = committee_test::setup(3, 2, g);
   s.eta = 0.9;
   s.eta_v = 0.4;
   s.train_v = true;
@@ -38,7 +38,7 @@ Eigen::VectorXd gaussian_vector(int n, std::uint64_t replica) {
 
 TEST_CASE("one step is the spec's update: w_k <- (1 - wd/N) w_k + (eta/sqrt N) v_k g'(lambda_k) Delta x, v_k += (eta_v/N) g(lambda_k) Delta") {
   for (Activation g : {Activation::erf, Activation::linear}) {
-    const Setup s = full_setup(g);
+    const Config s = full_setup(g);
     const int N = 50;
     OnlineSGD sgd(s, N, 3, 0);
     sgd.advance_to(2.0);  // somewhere along a run, v already moved
@@ -71,7 +71,7 @@ TEST_CASE("one step is the spec's update: w_k <- (1 - wd/N) w_k + (eta/sqrt N) v
 
 TEST_CASE("increment() is exactly N times the change one step makes, split into its terms") {
   for (Activation g : {Activation::erf, Activation::linear}) {
-    const Setup s = full_setup(g);
+    const Config s = full_setup(g);
     const int N = 80;
     OnlineSGD sgd(s, N, 4, 0);
     sgd.advance_to(1.0);
@@ -89,7 +89,7 @@ TEST_CASE("increment() is exactly N times the change one step makes, split into 
 }
 
 TEST_CASE("initial overlaps: T = I exactly (orthonormal teacher), Q = init_std^2 (I + O(1/sqrt N)), R ~ N(0, init_std^2 / N)") {
-  Setup s = committee_test::setup(2, 3);
+  Config s = committee_test::setup(2, 3);
   s.init_std = 0.5;
   const int N = 400, runs = 200;
   double r_sum = 0, r_sq = 0, q_sum = 0, q_sq = 0, t_sum = 0, t_sq = 0;
@@ -119,7 +119,7 @@ TEST_CASE("initial overlaps: T = I exactly (orthonormal teacher), Q = init_std^2
 }
 
 TEST_CASE("runs are reproducible per (seed, replica) and independent across replicas") {
-  const Setup s = full_setup();
+  const Config s = full_setup();
   OnlineSGD a(s, 100, 9, 0), b(s, 100, 9, 0), c(s, 100, 9, 1);
   a.advance_to(3.0);
   b.advance_to(3.0);
@@ -136,7 +136,7 @@ TEST_CASE("runs are reproducible per (seed, replica) and independent across repl
 
 TEST_CASE("eg (closed form of the measured overlaps) and eg_test agree with a full N-dimensional test set") {
   for (Activation g : {Activation::erf, Activation::linear}) {
-    const Setup s = full_setup(g);
+    const Config s = full_setup(g);
     const int N = 200;
     OnlineSGD sgd(s, N, 21, 0, 20000);
     for (double t : {0.0, 4.0}) {

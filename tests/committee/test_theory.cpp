@@ -21,8 +21,8 @@ using committee_test::random_overlaps;
 namespace {
 
 // A configuration with every term on.
-Setup full_setup(int K, int M, Activation g) {
-  Setup s = committee_test::setup(K, M, g);
+Config full_setup(int K, int M, Activation g) {
+  Config s = committee_test::setup(K, M, g);
   s.eta = 0.7;
   s.eta_v = 0.3;
   s.train_v = true;
@@ -40,7 +40,7 @@ Eigen::VectorXd rhs(const CommitteeODE& ode, const Eigen::VectorXd& x) {
 }
 
 // The spec's ODE written index by index with the scalar closed forms (integrals.hpp).
-Eigen::VectorXd literal_rhs(const Setup& s, const Overlaps& o) {
+Eigen::VectorXd literal_rhs(const Config& s, const Overlaps& o) {
   const int K = s.K, M = s.M, L = K + M;
   Eigen::MatrixXd C;
   field_covariance(o.Q, o.R, o.T, C);
@@ -92,7 +92,7 @@ Eigen::VectorXd literal_rhs(const Setup& s, const Overlaps& o) {
 TEST_CASE("the bulk right-hand side equals the spec's sums of the scalar closed forms") {
   for (Activation g : {Activation::erf, Activation::linear})
     for (auto [K, M] : std::vector<std::pair<int, int>>{{1, 1}, {2, 3}, {4, 2}, {5, 5}}) {
-      const Setup s = full_setup(K, M, g);
+      const Config s = full_setup(K, M, g);
       const CommitteeODE ode(s);
       for (std::uint64_t r = 0; r < 3; ++r) {
         Overlaps o = random_overlaps(s, r);
@@ -110,7 +110,7 @@ TEST_CASE("the bulk right-hand side equals the spec's sums of the scalar closed 
 }
 
 TEST_CASE("the right-hand side does not depend on the thread count") {
-  const Setup s = full_setup(16, 16, Activation::erf);  // 136 pairs x 32^2 fields: above the parallel threshold
+  const Config s = full_setup(16, 16, Activation::erf);  // 136 pairs x 32^2 fields: above the parallel threshold
   const Eigen::VectorXd x = pack(s, random_overlaps(s, 5));
   const Eigen::VectorXd one = rhs(CommitteeODE(s, 1), x), two = rhs(CommitteeODE(s, 2), x), four = rhs(CommitteeODE(s, 4), x);
   CHECK(one == two);
@@ -120,7 +120,7 @@ TEST_CASE("the right-hand side does not depend on the thread count") {
 TEST_CASE("linear activation: the ODE is the matrix algebra of a linear network") {
   // dR = η v (T v* − Rᵀ v)ᵀ − wd R, dQ = η (v uᵀ + u vᵀ) + η² (2 ε_g + σ²) v vᵀ − 2 wd Q,
   // dv = η_v u, with u = R v* − Q v and ε_g = ½ (vᵀQv − 2 vᵀRv* + v*ᵀTv*) (derivation.md §5).
-  const Setup s = full_setup(3, 2, Activation::linear);
+  const Config s = full_setup(3, 2, Activation::linear);
   const CommitteeODE ode(s);
   Overlaps o = random_overlaps(s, 9);
   o.v << 0.5, -1.0, 0.8;
@@ -142,7 +142,7 @@ TEST_CASE("linear activation: the ODE is the matrix algebra of a linear network"
 TEST_CASE("linear K = M = 1: the generalisation error relaxes exactly as eg_inf + (eg_0 - eg_inf) exp(-(2 eta - eta^2) t)") {
   // With T = v = v* = 1: d ε_g/dt = −(2η − η²) ε_g + η² σ²/2, so ε_g(∞) = η σ² / (2 (2 − η)).
   for (double eta : {0.3, 1.0, 1.7}) {
-    Setup s = committee_test::setup(1, 1, Activation::linear);
+    Config s = committee_test::setup(1, 1, Activation::linear);
     s.eta = eta;
     s.noise = 0.5;
     const CommitteeODE ode(s);
@@ -176,7 +176,7 @@ TEST_CASE("erf K = M = 1: the ODE reduces to the known two-variable equations") 
   //   dQ/dt = (4η/π)/(1+Q) [ R/√(2(1+Q)−R²) − Q/√(1+2Q) ]
   //           + (4η²/π²)/√(1+2Q) [ asin((1+2Q−2R²)/(2(1+2Q)−2R²)) − 2 asin(R/√((1+3Q)(2(1+2Q)−2R²)))
   //                                + asin(Q/(1+3Q)) ] + η² σ² (2/π)/√(1+2Q)
-  Setup s = committee_test::setup(1, 1);
+  Config s = committee_test::setup(1, 1);
   s.eta = 0.8;
   s.noise = 0.3;
   const CommitteeODE ode(s);
@@ -205,7 +205,7 @@ TEST_CASE("erf K = M = 1: the ODE reduces to the known two-variable equations") 
 TEST_CASE("the perfect student (Q = R = T, v = v*) has eg = 0 and is a fixed point without noise and decay") {
   for (Activation g : {Activation::erf, Activation::linear})
     for (auto [K, M] : std::vector<std::pair<int, int>>{{1, 1}, {2, 2}, {4, 4}}) {
-      Setup s = committee_test::setup(K, M, g);
+      Config s = committee_test::setup(K, M, g);
       s.eta = 1.3;
       s.train_v = true;
       s.vstar = Eigen::VectorXd::LinSpaced(M, 1.0, 0.5);
@@ -233,7 +233,7 @@ TEST_CASE("the eta-linear drift is gradient flow on the generalisation error") {
   // H = ∂ε_g/∂R: dR = −η (2 G R + H T), dQ = −η (2 G Q + H Rᵀ) + transpose, dv = −η_v ∂ε_g/∂v.
   // ε_g is built from I2 only, the drift from I3: two independent closed forms.
   for (Activation g : {Activation::erf, Activation::linear}) {
-    Setup s = full_setup(3, 2, g);
+    Config s = full_setup(3, 2, g);
     s.noise = 0;
     s.wd = 0;
     const CommitteeODE ode(s);
@@ -274,13 +274,13 @@ TEST_CASE("the eta-linear drift is gradient flow on the generalisation error") {
 }
 
 TEST_CASE("relabelling students or teachers relabels the drift") {
-  const Setup base = full_setup(3, 3, Activation::erf);
+  const Config base = full_setup(3, 3, Activation::erf);
   Overlaps o = random_overlaps(base, 31);
   o.v << 0.9, 0.2, -0.5;
   Eigen::PermutationMatrix<Eigen::Dynamic> ps(3), pt(3);
   ps.indices() << 2, 0, 1;
   pt.indices() << 1, 2, 0;
-  Setup permuted = base;
+  Config permuted = base;
   permuted.vstar = pt * base.vstar;
   Overlaps p;
   p.Q = ps * o.Q * ps.transpose();
@@ -295,11 +295,11 @@ TEST_CASE("relabelling students or teachers relabels the drift") {
 }
 
 TEST_CASE("a broken term is dropped from the drift and from terms(), nothing else changes") {
-  const Setup s = full_setup(2, 2, Activation::erf);
+  const Config s = full_setup(2, 2, Activation::erf);
   const Eigen::VectorXd x = pack(s, random_overlaps(s, 41));
   const DriftTerms good = CommitteeODE(s).terms(x);
   for (std::size_t k = 0; k < good.size(); ++k) {
-    Setup b = s;
+    Config b = s;
     b.broken_term = good.name(k);
     const CommitteeODE broken(b);
     CAPTURE(b.broken_term);

@@ -22,8 +22,8 @@ namespace {
 
 // Every term on, and no exchangeable units (v0 and v* unequal): the N = ∞ flow has no saddle of
 // symmetric students, so runs and theory agree pathwise over the whole window.
-Setup all_terms(Activation g = Activation::erf) {
-  Setup s = committee_test::setup(2, 2, g);
+Config all_terms(Activation g = Activation::erf) {
+  Config s = committee_test::setup(2, 2, g);
   s.eta = 1.0;
   s.eta_v = 1.0;
   s.train_v = true;
@@ -34,7 +34,7 @@ Setup all_terms(Activation g = Activation::erf) {
   return s;
 }
 
-Setup broken(Setup s, const std::string& term) {
+Config broken(Config s, const std::string& term) {
   s.broken_term = term;
   return s;
 }
@@ -46,7 +46,7 @@ TEST_CASE("drift check: the mean one-step increment equals the theory's drift te
   // small at one state (the linear committee's second-layer drift at t = 5 is 1 to 7 standard errors
   // over seeds 1-8, its v near the optimum; at t = 0 it is over 70).
   for (Activation g : {Activation::erf, Activation::linear}) {
-    const Setup s = all_terms(g);
+    const Config s = all_terms(g);
     OnlineSGD sim(s, 1000, 3, 0, 0);
     std::map<std::string, int> times_caught;
     for (double t : {0.0, 5.0, 20.0}) {
@@ -77,7 +77,7 @@ TEST_CASE("drift check: the mean one-step increment equals the theory's drift te
 }
 
 TEST_CASE("trajectories at N = 1000 agree with the theory from each run's initial overlaps; every broken term disagrees") {
-  const Setup s = all_terms();
+  const Config s = all_terms();
   std::vector<double> times = lin_spaced(0.0, 50.0, 26);
   const Runs runs = simulate(s, 1000, 16, times);
   const Comparison good = compare(s, runs);
@@ -97,7 +97,7 @@ TEST_CASE("the symmetric plateau: runs and theory agree on the approach to the p
   // Exchangeable students (defaults: K = M = 2, v = v* = 1, eta = 0.5): the theory from each run's
   // initial overlaps holds until the runs leave the plateau (t ~ 150 at N = 1000), whose exact time
   // is set also by the SGD noise of the run itself (an O(1) random shift, not a finite-size error).
-  Setup s = committee_test::setup(2, 2);
+  Config s = committee_test::setup(2, 2);
   const Runs runs = simulate(s, 1000, 16, lin_spaced(0.0, 60.0, 31));
   const Comparison good = compare(s, runs);
   CAPTURE(good.worst);
@@ -112,7 +112,7 @@ TEST_CASE("the symmetric plateau: runs and theory agree on the approach to the p
 }
 
 TEST_CASE("finite-size trend: the RMS gap between runs and theory shrinks like N^(-1/2)") {
-  const Setup s = all_terms();
+  const Config s = all_terms();
   const std::vector<double> times = lin_spaced(0.0, 30.0, 16);
   std::vector<double> logN, logGap;
   std::string table;

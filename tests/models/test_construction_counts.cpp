@@ -1,24 +1,24 @@
-// How often validate builds a theory and a finite system through a dynamics model's declaration: the
-// property of issue 33 ("bound once"). A validate needs one theory per replica it integrates and one
-// system per run it makes (a seed at a size, or the drift check's run); anything more is built only
-// to learn a layout or column names, or rebuilt for each size.
+// How often validate binds a dynamics model and builds a theory and a finite system: the property of
+// issue 33 ("bound once"). A validate binds the model once (the parameters parsed once into the
+// model's Config, the settings read once), builds one theory per replica it integrates (replica k
+// of a sampled theory is paired with seed k) and one system per run it makes (a seed at a size, or
+// the drift check's run); anything more would be built only to learn a layout or column names, or
+// rebuilt for each size.
 //
-// The declaration is wrapped so that its `theory`, `system` and `settings` count their calls, and
-// validate runs on the wrapped model at small settings. What a model builds by itself, bypassing its
-// declaration (polarization's settings and finish), is not seen here: tools/count_calls.py measures
-// those on the program (see /work/brief/counts_before.md in the issue 33 preparation).
-//
-// mode=drift holds the property today and guards it. mode=trajectory does not (theory per size and
-// three more per ensemble for layouts and names, one probe system per size): its cases are marked
-// should_fail until the refactor of issue 33 binds the model once; that refactor removes the decorator
-// (doctest then reports an unexpected pass as a failure, so the flip cannot go unnoticed).
+// Each binding of the model is wrapped (forwarding_dynamics.hpp) so that its theories and systems
+// are counted, and validate runs on the wrapped model at small settings. Before issue 33 the
+// trajectory cases failed (a theory per size and three more per ensemble for layouts and names, a
+// probe system per size, the settings read twice); tools/count_calls.py measures the same on the
+// program.
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "../quiet_context.hpp"
+#include "forwarding_dynamics.hpp"
 #include "hdat/committee/declaration.hpp"
 #include "hdat/core/harness.hpp"
 #include "hdat/polarization/declaration.hpp"
@@ -29,25 +29,12 @@ using namespace hdat;
 namespace {
 
 struct Calls {
-  std::atomic<int> theories{0}, systems{0}, settings{0};
+  std::atomic<int> binds{0}, theories{0}, systems{0};
 };
 
-// The model with its factories counting their calls (systems are built in parallel threads).
+// The model with its bindings, theories and systems counted (systems are built in parallel threads).
 DynamicsModel counting(const DynamicsModel& model, Calls& calls) {
-  DynamicsModel m = model;
-  m.theory = [inner = model.theory, &calls](const Params& p, int replica) {
-    ++calls.theories;
-    return inner(p, replica);
-  };
-  m.system = [inner = model.system, &calls](const Params& p, double size, std::uint64_t seed) {
-    ++calls.systems;
-    return inner(p, size, seed);
-  };
-  m.settings = [inner = model.settings, &calls](const Params& p) {
-    ++calls.settings;
-    return inner(p);
-  };
-  return m;
+  return testing::forwarding(model, [&calls] { ++calls.binds; }, [&calls] { ++calls.theories; }, [&calls] { ++calls.systems; });
 }
 
 Params resolved(const std::string& name, const nlohmann::json& settings) {
@@ -66,24 +53,27 @@ void check_validate(const std::string& name, const DynamicsModel& model, const n
   nlohmann::json with_mode = settings;
   with_mode["mode"] = drift ? "drift" : "trajectory";
   const Params p = resolved(name, with_mode);
-  const DynamicsSettings s = model.settings(p);
-  // Trajectory: one run per seed and size. (Polarization's validate also runs the drift check, today
-  // from its finish through its unwrapped declaration; once the harness runs it, add that run here.)
+  const DynamicsSettings s = Bound(model, p).settings();
+  // Trajectory: one run per seed and size, and the drift check's run where the model's validate
+  // also checks the drift (polarization); theories: replicas 0..R-1, and 0..seeds-1 where each seed
+  // is paired with its own sample set (R > 1).
+  const int replicas = s.theory_replicas > 1 ? std::max(s.theory_replicas, s.seeds) : 1;
+  const int drift_run = name == "polarization" ? 1 : 0;
   const Expected need = drift ? Expected{1, 1}
-                              : Expected{s.theory_replicas, static_cast<int>(s.validate_sizes.size()) * s.seeds};
+                              : Expected{replicas, static_cast<int>(s.validate_sizes.size()) * s.seeds + drift_run};
   Calls calls;
   const DynamicsModel counted = counting(model, calls);
   RunContext ctx = quiet_context();
   const RunOutput out = dynamics_validate(counted, p, ctx);
-  const int theories = calls.theories, systems = calls.systems, settings_read = calls.settings;
-  const std::string what = fmt::format("{} validate mode={}: {} theories ({} needed), {} systems ({} needed), settings read {} times", name,
-                                       drift ? "drift" : "trajectory", theories, need.theories, systems, need.systems, settings_read);
+  const int theories = calls.theories, systems = calls.systems, binds = calls.binds;
+  const std::string what = fmt::format("{} validate mode={}: {} theories ({} needed), {} systems ({} needed), bound {} times", name,
+                                       drift ? "drift" : "trajectory", theories, need.theories, systems, need.systems, binds);
   CAPTURE(what);
   MESSAGE(what);
   REQUIRE(out.exit_code != 130);
   CHECK(theories == need.theories);
   CHECK(systems == need.systems);
-  CHECK(settings_read == 1);
+  CHECK(binds == 1);
 }
 
 const nlohmann::json committee_settings = {{"N", 200}, {"dims", {100, 200}}, {"seeds", 3},          {"t_max", 10.0},
@@ -96,25 +86,22 @@ const nlohmann::json polarization_settings = {{"t_max", 10.0}, {"points", 6}, {"
 
 }  // namespace
 
-// Issue 33: validate now reads its settings twice (the refusal before any work, then the check itself)
-// until the settings are bound once per command and handed down; expected to fail until then.
-TEST_CASE("validate mode=drift builds one theory and one system, and reads the settings once" * doctest::should_fail()) {
+TEST_CASE("validate mode=drift binds once and builds one theory and one system") {
   check_validate("committee", *committee::dynamics_model(), committee_settings, true);
   check_validate("specialization", *specialization::dynamics_model(), specialization_drift_settings, true);
   check_validate("polarization", *polarization::dynamics_model(), polarization_settings, true);
 }
 
-// Issue 33: expected to fail until the model is bound once per command (see the file's comment).
-TEST_CASE("committee: validate builds each theory once per replica and each system once per run" * doctest::should_fail()) {
+TEST_CASE("committee: validate builds each theory once per replica and each system once per run") {
   nlohmann::json s = committee_settings;
   s.erase("drift_samples"), s.erase("drift_times");
   check_validate("committee", *committee::dynamics_model(), s, false);
 }
 
-TEST_CASE("specialization: validate builds each theory once per replica and each system once per run" * doctest::should_fail()) {
+TEST_CASE("specialization: validate builds each theory once per replica and each system once per run") {
   check_validate("specialization", *specialization::dynamics_model(), specialization_settings, false);
 }
 
-TEST_CASE("polarization: validate builds each theory once per replica and each system once per run" * doctest::should_fail()) {
+TEST_CASE("polarization: validate builds each theory once per replica and each system once per run") {
   check_validate("polarization", *polarization::dynamics_model(), polarization_settings, false);
 }

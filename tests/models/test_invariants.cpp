@@ -18,6 +18,7 @@
 #include <fstream>
 
 #include "../quiet_context.hpp"
+#include "forwarding_dynamics.hpp"
 #include "hdat/app/run.hpp"
 #include "hdat/core/error.hpp"
 #include "hdat/core/exit_code.hpp"
@@ -133,15 +134,13 @@ TEST_CASE("every dynamics model: identities of its commands on small settings") 
     SUBCASE("(c) an interrupted simulate resumes to the uninterrupted result") {
       const Params p = small_settings(c, from_zero);
       const RunOutput whole = run(c, "simulate", p, quiet_context(1));
-      // The library's interrupt flag, raised when the last seed's system is built (the first
-      // construction is the harness's probe of the columns): the earlier seeds finish and persist.
-      DynamicsModel stopping = *c.entry->dynamics;
-      const int seeds = c.entry->dynamics->settings(p).seeds;
+      // The library's interrupt flag, raised when the last seed's system is built: the earlier
+      // seeds finish and persist.
+      const int seeds = Bound(*c.entry->dynamics, p).settings().seeds;
       auto built = std::make_shared<int>(0);
-      stopping.system = [inner = c.entry->dynamics->system, built, seeds](const Params& q, double size, std::uint64_t replica) {
-        if (++*built == 1 + seeds) request_interrupt();
-        return inner(q, size, replica);
-      };
+      const DynamicsModel stopping = testing::forwarding(*c.entry->dynamics, nullptr, nullptr, [built, seeds] {
+        if (++*built == seeds) request_interrupt();
+      });
       TempDir dir;
       RunContext ctx = quiet_context(1);
       ctx.out = dir.path;
@@ -168,13 +167,14 @@ TEST_CASE("every dynamics model: identities of its commands on small settings") 
 
     SUBCASE("(d) the drift terms sum to the right-hand side") {
       const Params p = small_settings(c, from_zero);
-      const auto theory = c.entry->dynamics->theory(p, 0);
-      const Eigen::VectorXd x0 = c.entry->dynamics->initial_state(p, *theory);
-      const TheoryRun r = theory_observed(*theory, x0, 0.0, {T}, c.entry->dynamics->settings(p).integrate);
+      const Bound bound(*c.entry->dynamics, p);
+      const OdeTheory& theory = bound.theory(0);
+      const Eigen::VectorXd x0 = bound.dynamics().initial_state(theory);
+      const TheoryRun r = theory_observed(theory, x0, 0.0, {T}, bound.settings().integrate);
       for (const Eigen::VectorXd& x : {x0, r.final, Eigen::VectorXd(0.5 * (x0 + r.final))}) {
         Eigen::VectorXd f(x.size());
-        (*theory)(x, f, 0.0);
-        const Eigen::VectorXd total = theory->terms(x).total();
+        theory(x, f, 0.0);
+        const Eigen::VectorXd total = theory.terms(x).total();
         REQUIRE(total.size() == f.size());
         CHECK((total - f).cwiseAbs().maxCoeff() <= 1e-9 * (1 + f.cwiseAbs().maxCoeff()));
       }

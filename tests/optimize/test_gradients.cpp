@@ -18,7 +18,7 @@ using namespace hdat;
 namespace {
 
 // A valid committee state: overlaps of random weights (students partly aligned with the teachers).
-Eigen::VectorXd committee_state(const committee::Setup& s, std::uint64_t replica) {
+Eigen::VectorXd committee_state(const committee::Config& s, std::uint64_t replica) {
   auto eng = rng::engine(5, replica, rng::user);
   boost::random::normal_distribution<double> normal;
   const int D = 30;
@@ -36,8 +36,8 @@ Eigen::VectorXd committee_state(const committee::Setup& s, std::uint64_t replica
   return committee::pack(s, o);
 }
 
-committee::Setup committee_setup(int K, int M, committee::Activation g) {
-  committee::Setup s = committee::Setup::defaults(K, M);
+committee::Config committee_setup(int K, int M, committee::Activation g) {
+  committee::Config s = committee::Config::defaults(K, M);
   s.activation = g;
   s.noise = 0.3;
   s.eta = 0.8;
@@ -90,7 +90,7 @@ TEST_CASE("committee: the drift written index by index equals the bulk right-han
   for (const auto g : {committee::Activation::erf, committee::Activation::linear})
     for (int train_v = 0; train_v <= 1; ++train_v)
       for (double r : {1.0, 0.7, 0.25}) {
-        committee::Setup s = committee_setup(3, 2, g);
+        committee::Config s = committee_setup(3, 2, g);
         s.train_v = train_v;
         s.wd = 0.05;
         s.dropout_keep = r;
@@ -109,7 +109,7 @@ TEST_CASE("committee: the drift written index by index equals the bulk right-han
 }
 
 TEST_CASE("committee: the exact Jacobians by dual numbers equal finite differences of the drift and the test error") {
-  committee::Setup s = committee_setup(2, 2, committee::Activation::erf);
+  committee::Config s = committee_setup(2, 2, committee::Activation::erf);
   s.train_v = true;
   const committee::CommitteeControlled th(s);
   const Eigen::VectorXd x = committee_state(s, 1), u = th.defaults();
@@ -144,7 +144,7 @@ TEST_CASE("committee: the exact Jacobians by dual numbers equal finite differenc
 }
 
 TEST_CASE("committee: dJ/dtheta by sensitivities equals finite differences for eta, dropout_keep and test_scale, every objective and shape") {
-  const committee::Setup s = committee_setup(2, 1, committee::Activation::erf);
+  const committee::Config s = committee_setup(2, 1, committee::Activation::erf);
   const committee::CommitteeControlled th(s);
   const Eigen::VectorXd x0 = committee_state(s, 2);
   const double T = 3;
@@ -175,7 +175,7 @@ TEST_CASE("committee: dJ/dtheta by sensitivities equals finite differences for e
 }
 
 TEST_CASE("committee: the families' gradients (step decay, cosine, power law) and their means' gradients") {
-  const committee::Setup s = committee_setup(2, 2, committee::Activation::erf);
+  const committee::Config s = committee_setup(2, 2, committee::Activation::erf);
   const committee::CommitteeControlled th(s);
   const Eigen::VectorXd x0 = committee_state(s, 4);
   const double T = 4;
@@ -200,8 +200,8 @@ TEST_CASE("committee: the families' gradients (step decay, cosine, power law) an
 }
 
 namespace {
-specialization::Setup small_specialization() {
-  specialization::Setup s;
+specialization::Config small_specialization() {
+  specialization::Config s;
   s.D = 200, s.L = 3, s.F = 2, s.H = 2;
   s.eta = 0.8;
   s.noise = 0.1;
@@ -219,7 +219,7 @@ specialization::FlowOptions small_flow() {
   o.threads = 1;
   return o;
 }
-Eigen::VectorXd specialization_state(const specialization::Setup& s) {
+Eigen::VectorXd specialization_state(const specialization::Config& s) {
   Eigen::MatrixXd M(2, 2), R(2, 2);
   M << 0.3, 0.1, -0.05, 0.25;
   R << 0.35, 0.02, 0.02, 0.3;
@@ -239,7 +239,7 @@ TEST_CASE("specialization: psd_sqrt's derivative solves X C + C X = dS") {
 
 TEST_CASE("specialization: the exact Jacobian of the sampled drift and risk equals finite differences, every activation") {
   for (const auto act : {specialization::Activation::softmax, specialization::Activation::softmax1, specialization::Activation::bayes}) {
-    specialization::Setup s = small_specialization();
+    specialization::Config s = small_specialization();
     s.activation = act;
     if (act == specialization::Activation::softmax1) s.bias = Eigen::Vector2d(-0.5, 0.3);
     if (act == specialization::Activation::bayes) s.train_bias = true, s.bias = Eigen::Vector2d(0.2, -0.1);
@@ -280,7 +280,7 @@ TEST_CASE("specialization: the exact Jacobian of the sampled drift and risk equa
 }
 
 TEST_CASE("specialization: dJ/deta by sensitivities equals finite differences, final and average risk, both shapes") {
-  const specialization::Setup s = small_specialization();
+  const specialization::Config s = small_specialization();
   const specialization::SpecializationControlled th(s, small_flow());
   const Eigen::VectorXd x0 = specialization_state(s);
   const double T = 2;

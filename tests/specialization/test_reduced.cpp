@@ -20,7 +20,7 @@ namespace {
 
 // [time × entry][replica] of the state (and the first value overlap) of `runs` replicas.
 template <class Engine>
-std::vector<std::vector<double>> states_at(const Setup& s, int D, const std::vector<double>& times, int runs, int first_replica,
+std::vector<std::vector<double>> states_at(const Config& s, int D, const std::vector<double>& times, int runs, int first_replica,
                                            Reduction r = {}) {
   std::vector<std::vector<double>> out;
   for (int k = 0; k < runs; ++k) {
@@ -50,7 +50,7 @@ double smallest_p(const std::vector<std::vector<double>>& a, const std::vector<s
 }  // namespace
 
 TEST_CASE("the reduced engine starts from the full engine's initial weights") {
-  const Setup s = setup_from(params({"H=2", "F=2", "init_std=0.3"}));
+  const Config s = Config::from(params({"H=2", "F=2", "init_std=0.3"}));
   OnlineSGD full(s, 120, 4, 2, {0, true});
   ReducedOnlineSGD reduced(s, 120, 4, 2, {0, true});
   CHECK((full.state() - reduced.state()).cwiseAbs().maxCoeff() < 1e-14);
@@ -72,7 +72,7 @@ TEST_CASE("reduced and full online SGD agree in distribution (KS over 1000 seeds
   const std::vector<double> times = {1.0, 3.0};
   const int D = 30, runs = 1000;
   for (const Case& c : cases) {
-    const Setup s = setup_from(params(c.sets));
+    const Config s = Config::from(params(c.sets));
     CAPTURE(c.sets.front());
     const auto full = states_at<OnlineSGD>(s, D, times, runs, 0);
     const double p_same = smallest_p(full, states_at<ReducedOnlineSGD>(s, D, times, runs, runs));

@@ -18,7 +18,7 @@ using spec_test::params;
 
 TEST_CASE("initial overlaps match their exact law: M_hf ~ N(0, s0^2/D), R = s0^2 (I + O(1/sqrt D))") {
   const Params p = params({"H=2", "F=2", "init_std=0.3"});
-  const Setup s = setup_from(p);
+  const Config s = Config::from(p);
   const int D = 400, runs = 200;
   double m_sum = 0, m_sq = 0, rd_sum = 0, rd_sq = 0, ro_sum = 0, ro_sq = 0;
   int nm = 0, nd = 0, no = 0;
@@ -49,7 +49,7 @@ TEST_CASE("runs are reproducible and independent of the thread count") {
     RunContext ctx;
     ctx.quiet = true;
     ctx.threads = threads;
-    return run_ensemble(*model, p, model->settings(p), 150, ctx);
+    return run_ensemble(Bound(*model, p), 150, ctx);
   };
   const Ensemble a = ensemble("seed=4", 1), b = ensemble("seed=4", 2);
   REQUIRE(a.runs.size() == 3);
@@ -66,7 +66,7 @@ TEST_CASE("projected test sequences have the law of full D-dimensional ones") {
   for (const char* act : {"softmax", "bayes"}) {
     CAPTURE(act);
     const Params p = params({"H=2", fmt::format("activation={}", act), "eta=1"});
-    OnlineSGD sgd(setup_from(p), 200, 3, 0);
+    OnlineSGD sgd(Config::from(p), 200, 3, 0);
     for (double t : {0.0, 3.0, 10.0}) {
       sgd.advance_to(t);
       const auto [rp, sp] = sgd.test_risk(40000, true);
@@ -86,14 +86,14 @@ TEST_CASE("an interrupted ensemble keeps its finished seeds and the rerun reuses
   ctx.quiet = true;
   ctx.threads = 1;
   ctx.out = dir;
-  const Ensemble first = run_ensemble(*model, p, model->settings(p), 100, ctx);
+  const Ensemble first = run_ensemble(Bound(*model, p), 100, ctx);
   // One table per finished seed, and its record (the engine) beside it.
   int tables = 0, records = 0;
   for (const auto& f : std::filesystem::directory_iterator(dir / "seeds"))  // each seed's initial state (*.initial.json) aside
     if (f.path().string().find(".initial.json") == std::string::npos) (f.path().extension() == ".json" ? records : tables) += 1;
   CHECK(tables == 2);
   CHECK(records == 2);
-  const Ensemble again = run_ensemble(*model, p, model->settings(p), 100, ctx);  // loads both seeds from disk
+  const Ensemble again = run_ensemble(Bound(*model, p), 100, ctx);  // loads both seeds from disk
   CHECK(again.mean.to_csv() == first.mean.to_csv());
   std::filesystem::remove_all(dir);
 }

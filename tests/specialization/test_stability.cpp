@@ -19,7 +19,7 @@ OrderParameterFlow stability_flow(const Params& p, long samples) {
   FlowOptions o;
   o.samples = samples;
   o.threads = 2;
-  return OrderParameterFlow(setup_from(p), o);
+  return OrderParameterFlow(Config::from(p), o);
 }
 }  // namespace
 

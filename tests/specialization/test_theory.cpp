@@ -32,7 +32,7 @@ OrderParameterFlow flow_for(const Params& p, long samples, std::uint64_t seed = 
   o.sampling = sampling_from_name(sampling);
   o.seed = seed;
   o.threads = 2;
-  return OrderParameterFlow(setup_from(p), o);
+  return OrderParameterFlow(Config::from(p), o);
 }
 }  // namespace
 
@@ -89,20 +89,20 @@ TEST_CASE("Bayes risk: known limits and the Bayes-softmax identity") {
   SUBCASE("no signal: 1/2 (Delta^2 + 1 - 1/L)") {
     for (int L : {2, 4, 9}) {
       const Params p = params({fmt::format("L={}", L), "prior.mean=[0,0]", "prior.std=[0,0]", "noise=0.3"});
-      const auto [b, se] = bayes_risk(setup_from(p), 4096, Sampling::monte_carlo, 1);
+      const auto [b, se] = bayes_risk(Config::from(p), 4096, Sampling::monte_carlo, 1);
       CHECK(b == doctest::Approx(0.5 * (0.09 + 1 - 1.0 / L)).epsilon(1e-12));
     }
   }
   SUBCASE("strong signal: 1/2 Delta^2") {
     const Params p = params({"prior.kind=discrete", "prior.points=[[14,0],[0,14]]", "noise=0.3"});
-    const auto [b, se] = bayes_risk(setup_from(p), 8192, Sampling::sobol, 1);
+    const auto [b, se] = bayes_risk(Config::from(p), 8192, Sampling::sobol, 1);
     CHECK(b == doctest::Approx(0.5 * 0.09).epsilon(1e-6));
   }
   SUBCASE("between the limits, and decreasing with the signal") {
     double prev = 1;
     for (double a : {0.5, 1.5, 2.5, 4.0}) {
       const Params p = params({"prior.kind=discrete", fmt::format("prior.points=[[{},0],[0,{}]]", a, a), "noise=0.1"});
-      const auto [b, se] = bayes_risk(setup_from(p), 8192, Sampling::sobol, 1);
+      const auto [b, se] = bayes_risk(Config::from(p), 8192, Sampling::sobol, 1);
       CHECK(b < prev);
       CHECK(b > 0.5 * 0.01);
       CHECK(b < 0.5 * (0.01 + 1 - 0.25));
@@ -113,7 +113,7 @@ TEST_CASE("Bayes risk: known limits and the Bayes-softmax identity") {
     // M = Theta, R = Theta Theta^T (R - M M^T = 0: the guarded factor is exactly singular here).
     const Params p = params({"prior.kind=discrete", "prior.points=[[2.5,0],[0,1.5]]", "prior.probs=[0.7,0.3]",
                              "bias=[-0.35667494393873245,-1.2039728043259361]", "activation=bayes", "noise=0.1"});
-    const Setup s = setup_from(p);
+    const Config s = Config::from(p);
     const auto flow = flow_for(p, 1 << 15, 7);
     Eigen::MatrixXd M = s.prior.points;
     Eigen::MatrixXd R = M * M.transpose();

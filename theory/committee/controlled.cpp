@@ -11,7 +11,7 @@ namespace {
 constexpr int kEta = 0, kKeep = 1, kScale = 2;
 }
 
-CommitteeControlled::CommitteeControlled(const Setup& setup) : setup_(setup), layout_(setup.layout()) {
+CommitteeControlled::CommitteeControlled(const Config& setup) : setup_(setup), layout_(setup.layout()) {
   setup_.validate();
   controls_ = {{"eta", false, Range::positive(), "first-layer learning rate"},
                {"dropout_keep", false, Range::between(0, 1), "dropout keep-probability r of each student unit"},

@@ -16,8 +16,8 @@ Activation activation_from(const std::string& name) {
 
 std::string activation_name(Activation a) { return a == Activation::erf ? "erf" : "linear"; }
 
-Setup Setup::defaults(int K, int M) {
-  Setup s;
+Config Config::defaults(int K, int M) {
+  Config s;
   s.K = K;
   s.M = M;
   s.vstar = Eigen::VectorXd::Ones(M);
@@ -25,14 +25,14 @@ Setup Setup::defaults(int K, int M) {
   return s;
 }
 
-StateLayout Setup::layout() const {
+StateLayout Config::layout() const {
   StateLayout l;
   l.add("Q", K, K, /*symmetric=*/true).add("R", K, M).add("T", M, M, /*symmetric=*/true);
   if (train_v) l.add("v", K, 1);
   return l;
 }
 
-std::vector<std::string> Setup::active_terms() const {
+std::vector<std::string> Config::active_terms() const {
   std::vector<std::string> t = {"eta_linear", "eta_squared"};
   if (noise > 0) t.push_back("label_noise");
   if (wd != 0) t.push_back("weight_decay");
@@ -40,17 +40,17 @@ std::vector<std::string> Setup::active_terms() const {
   return t;
 }
 
-void Setup::validate() const {
-  if (K < 1 || M < 1) throw std::invalid_argument("committee::Setup: K and M must be at least 1");
-  if (vstar.size() != M) throw std::invalid_argument(fmt::format("committee::Setup: vstar has {} entries, M = {}", vstar.size(), M));
-  if (v0.size() != K) throw std::invalid_argument(fmt::format("committee::Setup: v0 has {} entries, K = {}", v0.size(), K));
-  if (N < 1) throw std::invalid_argument("committee::Setup: N must be positive");
+void Config::validate() const {
+  if (K < 1 || M < 1) throw std::invalid_argument("committee::Config: K and M must be at least 1");
+  if (vstar.size() != M) throw std::invalid_argument(fmt::format("committee::Config: vstar has {} entries, M = {}", vstar.size(), M));
+  if (v0.size() != K) throw std::invalid_argument(fmt::format("committee::Config: v0 has {} entries, K = {}", v0.size(), K));
+  if (N < 1) throw std::invalid_argument("committee::Config: N must be positive");
   bool known = broken_term == "none";
   for (const auto& t : term_names()) known = known || broken_term == t;
-  if (!known) throw std::invalid_argument("committee::Setup: unknown broken_term '" + broken_term + "'");
+  if (!known) throw std::invalid_argument("committee::Config: unknown broken_term '" + broken_term + "'");
 }
 
-Eigen::VectorXd pack(const Setup& s, const Overlaps& o) {
+Eigen::VectorXd pack(const Config& s, const Overlaps& o) {
   const StateLayout l = s.layout();
   Eigen::VectorXd x(l.size());
   l.view(x, "Q") = o.Q;
@@ -60,7 +60,7 @@ Eigen::VectorXd pack(const Setup& s, const Overlaps& o) {
   return x;
 }
 
-Overlaps unpack(const Setup& s, const Eigen::VectorXd& x) {
+Overlaps unpack(const Config& s, const Eigen::VectorXd& x) {
   const StateLayout l = s.layout();
   Overlaps o;
   o.Q = l.view(x, "Q");

@@ -125,7 +125,7 @@ const double* dropout_weights(const Workspace& ws, int K, int i, int k, double r
 // (keep-probability r < 1) every sum carries the masks' moments (derivation.md §9):
 //   Σ_c s_c E[μ_i μ_c] I3(i,b,c) = r [Σ_c s̃_c I3(i,b,c) − (1 − r) v_i I3(i,b,i)],  s̃ = (−r v, v*),
 // the same for I2, and pair by pair s_c s_d E[μ_i μ_k μ_c μ_d] for I4.
-void evaluate(const Setup& st, const BlockOffsets& at, const double* x, Workspace& ws, int threads, double r) {
+void evaluate(const Config& st, const BlockOffsets& at, const double* x, Workspace& ws, int threads, double r) {
   const int K = st.K, M = st.M, L = K + M;
   const Eigen::Map<const Eigen::MatrixXd> Q(x + at.Q, K, K), R(x + at.R, K, M), T(x + at.T, M, M);
   ws.C.topLeftCorner(K, K) = Q;
@@ -216,7 +216,7 @@ void evaluate(const Setup& st, const BlockOffsets& at, const double* x, Workspac
 
 }  // namespace
 
-CommitteeODE::CommitteeODE(const Setup& setup, int threads) : setup_(setup), layout_(setup.layout()), threads_(threads) {
+CommitteeODE::CommitteeODE(const Config& setup, int threads) : setup_(setup), layout_(setup.layout()), threads_(threads) {
   offsets_.Q = layout_.block("Q").offset;
   offsets_.R = layout_.block("R").offset;
   offsets_.T = layout_.block("T").offset;
@@ -229,7 +229,7 @@ CommitteeODE::CommitteeODE(const Setup& setup, int threads) : setup_(setup), lay
 }
 
 void CommitteeODE::operator()(const ConstVecRef& x, VecRef dxdt, double t) const {
-  const Setup& st = setup_;
+  const Config& st = setup_;
   const int K = st.K, M = st.M;
   const double eta = st.eta_at(t), r = st.keep_at(t);
   Workspace& ws = workspace(K, K + M);
@@ -255,7 +255,7 @@ void CommitteeODE::operator()(const ConstVecRef& x, VecRef dxdt, double t) const
 }
 
 void CommitteeODE::parts(const ConstVecRef& x, Parts& out, double t) const {
-  const Setup& st = setup_;
+  const Config& st = setup_;
   const int K = st.K, M = st.M, n = layout_.size();
   const double eta = st.eta_at(t), r = st.keep_at(t);
   Workspace& ws = workspace(K, K + M);

@@ -117,8 +117,8 @@ void check(const Params& p) {
   }
 }
 
-Setup setup_from(const Params& p) {
-  Setup s;
+Config Config::from(const Params& p) {
+  Config s;
   s.N = static_cast<int>(p.integer("N"));
   s.K = static_cast<int>(p.integer("K"));
   s.M = static_cast<int>(p.integer("M"));
@@ -141,7 +141,7 @@ Setup setup_from(const Params& p) {
   return s;
 }
 
-Eigen::VectorXd given_initial_state(const Params& p, const Setup& s) {
+Eigen::VectorXd given_initial_state(const Params& p, const Config& s) {
   if (!p.has("Q0")) throw InputError("Q0", "no initial overlaps given (Q0, R0, T0)");
   Overlaps o;
   o.Q = p.matrix("Q0");

@@ -187,7 +187,7 @@ void check(const Params& p) {
     if (ps.size() != d) throw InputError("p_star", fmt::format("must have length d = {} (got {})", d, ps.size()));
     if (std::fabs(ps.sum() - 1.0) > 1e-9) throw InputError("p_star", fmt::format("must sum to 1 (sums to {})", ps.sum()));
   }
-  // t_points: the time rule of every dynamics model (checked_settings, hdat/core/harness.hpp).
+  // t_points: the time rule of every dynamics model (hdat::Bound, hdat/core/harness.hpp).
   if (!p.has("t_points") && !(p.real("t_min") < p.real("t_max"))) {
     throw InputError("t_min", fmt::format("must be below t_max = {}", p.real("t_max")));
   }

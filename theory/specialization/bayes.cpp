@@ -44,13 +44,13 @@ double log_location_weight(const Prior& prior, const Eigen::Ref<const Eigen::Vec
   return 0;
 }
 
-std::pair<double, double> bayes_risk(const Setup& s, long samples, Sampling sampling, std::uint64_t seed, int threads) {
+std::pair<double, double> bayes_risk(const Config& s, long samples, Sampling sampling, std::uint64_t seed, int threads) {
   const int L = s.L, F = s.F;
   const bool discrete = s.prior.kind == Prior::Kind::discrete;
   const int dim = F * L + (discrete ? 0 : F);
   GaussianSampleSet set(samples, dim, rng::stream_seed(seed, 0, rng::bayes_samples), sampling, 16);
   struct Kernel {
-    const Setup* s;
+    const Config* s;
     bool discrete;
     void operator()(const double* z, double* out) const {
       const int L = s->L, F = s->F;

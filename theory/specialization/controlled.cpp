@@ -2,7 +2,7 @@
 
 namespace hdat::specialization {
 
-SpecializationControlled::SpecializationControlled(const Setup& setup, const FlowOptions& options) : flow_(setup, options) {
+SpecializationControlled::SpecializationControlled(const Config& setup, const FlowOptions& options) : flow_(setup, options) {
   controls_ = {{"eta", false, Range::positive(), "learning rate of the keys"}};
 }
 

@@ -23,7 +23,7 @@ nlohmann::json Events::to_json() const {
 
 std::vector<EventFunction> specialization_events(int H, int F, double threshold) {
   StateLayout m;
-  m.add("M", H, F);  // M leads every state of the model (Setup::layout)
+  m.add("M", H, F);  // M leads every state of the model (Config::layout)
   // Head h's distance from the mean head: its specialisation.
   auto distance = [m](const Eigen::VectorXd& x, int h) {
     const auto M = m.view(x, "M");
@@ -163,7 +163,7 @@ Eigen::VectorXd state_at(const Table& table, std::size_t row, const StateLayout&
   return layout.from_values(values);
 }
 
-double worst_psd_violation(const Table& curve, const Setup& s) {
+double worst_psd_violation(const Table& curve, const Config& s) {
   double worst = 0;
   const StateLayout layout = s.layout();
   for (std::size_t r = 0; r < curve.rows(); ++r) {
@@ -176,9 +176,7 @@ double worst_psd_violation(const Table& curve, const Setup& s) {
   return worst;
 }
 
-void add_curve_results(const Params& p, RunOutput& out) {
-  const Setup s = setup_from(p);
-  const OrderParameterFlow flow(s, flow_options(p, 0));
+void add_curve_results(const Params& p, const Config& s, const OrderParameterFlow& flow, RunOutput& out) {
   const Table& curve = out.tables.at("curve.csv");
   const auto [bayes, bayes_se] = bayes_risk(s, std::max<long>(p.integer("mc_samples"), 20000), sampling_from_name(p.text("sampling")),
                                             s.seed, 0);

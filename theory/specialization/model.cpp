@@ -77,7 +77,7 @@ void Prior::from_normals(const double* z, Eigen::VectorXd& theta) const {
     throw std::logic_error("Prior::from_normals: a discrete prior is enumerated, not sampled");
 }
 
-Eigen::VectorXd Setup::logit_offset(const Eigen::VectorXd& key_norms, const Eigen::VectorXd& b) const {
+Eigen::VectorXd Config::logit_offset(const Eigen::VectorXd& key_norms, const Eigen::VectorXd& b) const {
   switch (activation) {
     case Activation::bayes: return -0.5 * key_norms + b;
     case Activation::softmax1: return b;
@@ -86,16 +86,16 @@ Eigen::VectorXd Setup::logit_offset(const Eigen::VectorXd& key_norms, const Eige
   return Eigen::VectorXd::Zero(key_norms.size());
 }
 
-Attention Setup::attention() const { return Attention(activation, aggregation, L, H); }
+Attention Config::attention() const { return Attention(activation, aggregation, L, H); }
 
-StateLayout Setup::layout() const {
+StateLayout Config::layout() const {
   StateLayout l;
   l.add("M", H, F).add("R", H, H, /*symmetric=*/true);
   if (train_bias) l.add_vector("b", H);
   return l;
 }
 
-Eigen::VectorXd Setup::bias_in(const Eigen::VectorXd& x) const {
+Eigen::VectorXd Config::bias_in(const Eigen::VectorXd& x) const {
   if (!train_bias) return bias;
   return layout().view(x, "b");
 }
@@ -346,11 +346,11 @@ void check(const Params& p) {
     const double lo = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(R - M * M.transpose()).eigenvalues().minCoeff();
     if (lo < -1e-10) throw InputError("R0", fmt::format("R0 - M0 M0^T must be positive semidefinite (smallest eigenvalue {:.3g})", lo));
   }
-  // t_points: the time rule of every dynamics model (checked_settings, hdat/core/harness.hpp).
+  // t_points: the time rule of every dynamics model (hdat::Bound, hdat/core/harness.hpp).
 }
 
-Setup setup_from(const Params& p) {
-  Setup s;
+Config Config::from(const Params& p) {
+  Config s;
   s.D = static_cast<int>(p.integer("D"));
   s.L = static_cast<int>(p.integer("L"));
   s.F = static_cast<int>(p.integer("F"));
@@ -389,7 +389,7 @@ Setup setup_from(const Params& p) {
   return s;
 }
 
-void initial_overlaps(const Params& p, const Setup& s, Eigen::MatrixXd& M0, Eigen::MatrixXd& R0) {
+void initial_overlaps(const Params& p, const Config& s, Eigen::MatrixXd& M0, Eigen::MatrixXd& R0) {
   if (p.has("M0")) {
     M0 = p.matrix("M0");
     R0 = p.matrix("R0");
@@ -417,7 +417,7 @@ void initial_overlaps(const Params& p, const Setup& s, Eigen::MatrixXd& M0, Eige
   R0 = 0.5 * (R0 + R0.transpose());
 }
 
-Eigen::VectorXd pack_state(const Setup& s, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) {
+Eigen::VectorXd pack_state(const Config& s, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) {
   const StateLayout l = s.layout();
   Eigen::VectorXd x(l.size());
   l.view(x, "M") = M;

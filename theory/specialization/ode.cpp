@@ -60,7 +60,7 @@ struct LocalFields {
 // One base sample: for every head permutation and every enumerated prior point, the quantities above.
 struct FlowKernel {
   // Shared, read-only.
-  const Setup* s;
+  const Config* s;
   const std::vector<std::vector<int>>* perms;
   const Eigen::MatrixXd* thetas;
   const Eigen::VectorXd* theta_w;
@@ -75,7 +75,7 @@ struct FlowKernel {
   Eigen::MatrixXd a, m, g, mm, N;
   Eigen::VectorXd w, err, theta;
 
-  FlowKernel(const Setup& setup, const std::vector<std::vector<int>>& p, const Eigen::MatrixXd& th, const Eigen::VectorXd& tw,
+  FlowKernel(const Config& setup, const std::vector<std::vector<int>>& p, const Eigen::MatrixXd& th, const Eigen::VectorXd& tw,
              bool from_sample, bool only_risk, const Eigen::MatrixXd& Mm, const Eigen::MatrixXd& Cm, const Attention& attention)
       : s(&setup), perms(&p), thetas(&th), theta_w(&tw), theta_from_sample(from_sample), risk_only(only_risk), M(Mm), C(Cm),
         att(attention), outputs(kernel_outputs(static_cast<int>(Mm.rows()), setup.F, only_risk)),
@@ -163,7 +163,7 @@ std::vector<std::vector<int>> head_permutations(int H, bool symmetrize) {
 
 }  // namespace
 
-OrderParameterFlow::OrderParameterFlow(const Setup& setup, const FlowOptions& options)
+OrderParameterFlow::OrderParameterFlow(const Config& setup, const FlowOptions& options)
     : setup_(setup), options_(options), layout_(setup.layout()) {
   perms_ = head_permutations(setup.H, options.symmetrize_heads);
   const int F = setup.F;
@@ -194,7 +194,7 @@ long OrderParameterFlow::evaluations_per_expectation() const {
   return samples_->size() * static_cast<long>(perms_.size()) * (theta_from_sample_ ? 1 : thetas_.rows());
 }
 
-Attention OrderParameterFlow::attention_at(const Setup& setup, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const {
+Attention OrderParameterFlow::attention_at(const Config& setup, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const {
   Attention att(setup.activation, setup.aggregation, setup.L, static_cast<int>(R.rows()));
   // break_term=bias_logit (testing only): the theory forgets b in the logits, as if it were never set.
   const Eigen::VectorXd used = options_.break_term == "bias_logit" ? Eigen::VectorXd(Eigen::VectorXd::Zero(b.size())) : b;
@@ -371,7 +371,7 @@ struct GatingKernel {
   Eigen::MatrixXd a, m;
   Eigen::VectorXd w, theta;
 
-  GatingKernel(const Setup& s, const std::vector<std::vector<int>>& p, const Eigen::MatrixXd& th, const Eigen::MatrixXd& Mm,
+  GatingKernel(const Config& s, const std::vector<std::vector<int>>& p, const Eigen::MatrixXd& th, const Eigen::MatrixXd& Mm,
                const Eigen::MatrixXd& Cm, const Attention& attention)
       : perms(&p), thetas(&th), M(Mm), C(Cm), att(attention), fields(s.L, s.F, s.H, s.H), a(s.L, s.H), m(s.L, s.H), w(s.L), theta(s.F) {}
 
@@ -440,7 +440,7 @@ struct DualInputs {
   DualVec offset, b;
 };
 
-DualInputs dual_inputs(const Setup& setup, const StateLayout& layout, const Eigen::VectorXd& x, const Eigen::VectorXd& bias_used, int extra) {
+DualInputs dual_inputs(const Config& setup, const StateLayout& layout, const Eigen::VectorXd& x, const Eigen::VectorXd& bias_used, int extra) {
   const int H = setup.H, F = setup.F, n = layout.size(), dirs = n + extra;
   const Eigen::MatrixXd M = layout.view(x, "M");
   const Eigen::MatrixXd R = 0.5 * (layout.view(x, "R") + layout.view(x, "R").transpose());
@@ -474,7 +474,7 @@ DualInputs dual_inputs(const Setup& setup, const StateLayout& layout, const Eige
     if (bias_in_state && bias_used.size() && layout.view(e, "b").cwiseAbs().maxCoeff() > 0)
       for (int h = 0; h < H; ++h) in.b(h).derivatives()(k) = layout.view(e, "b")(h, 0);
   }
-  // The logit offsets (Setup::logit_offset): softmax1 b_h, bayes −R_hh/2 + b_h, softmax 0.
+  // The logit offsets (Config::logit_offset): softmax1 b_h, bayes −R_hh/2 + b_h, softmax 0.
   in.offset.resize(H);
   for (int h = 0; h < H; ++h) {
     if (setup.activation == Activation::softmax1) in.offset(h) = in.b(h);
@@ -487,7 +487,7 @@ DualInputs dual_inputs(const Setup& setup, const StateLayout& layout, const Eige
 // FlowKernel's per-sample quantities (A, B, gs, N, e; derivation.md §4) in dual numbers: each output
 // is written as its value followed by its derivatives along the directions (out_dim = size × (1 + dirs)).
 struct TangentKernel {
-  const Setup* s;
+  const Config* s;
   const std::vector<std::vector<int>>* perms;
   const Eigen::MatrixXd* thetas;
   const Eigen::VectorXd* theta_w;
@@ -501,7 +501,7 @@ struct TangentKernel {
   DualVec w, err, gs;
   Eigen::VectorXd theta;
 
-  TangentKernel(const Setup& setup, const std::vector<std::vector<int>>& p, const Eigen::MatrixXd& th, const Eigen::VectorXd& tw,
+  TangentKernel(const Config& setup, const std::vector<std::vector<int>>& p, const Eigen::MatrixXd& th, const Eigen::VectorXd& tw,
                 bool from_sample, bool only_risk, bool flip, DualInputs inputs, const Attention& attention, int directions)
       : s(&setup), perms(&p), thetas(&th), theta_w(&tw), theta_from_sample(from_sample), risk_only(only_risk), flip_gg(flip),
         in(std::move(inputs)), att(attention), outputs(kernel_outputs(setup.H, setup.F, only_risk)), dirs(directions),

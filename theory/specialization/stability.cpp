@@ -76,7 +76,7 @@ struct Symmetric {
   int H, F;
   bool beta;
   double beta0;
-  static Symmetric of(const Setup& s) {
+  static Symmetric of(const Config& s) {
     return {s.H, s.F, s.train_bias && s.activation == Activation::softmax1, s.bias.size() ? s.bias.mean() : 0.0};
   }
   int r_size() const { return H > 1 ? 2 : 1; }
@@ -147,7 +147,7 @@ Mode classify(const Coordinates& c, std::complex<double> ev, const Eigen::Vector
 SymmetricFixedPoint symmetric_fixed_point(const OrderParameterFlow& flow, const PlateauOptions& o, const Eigen::MatrixXd* M_start,
                                           const Eigen::MatrixXd* R_start) {
   const auto start = Clock::now();
-  const Setup& s = flow.setup();
+  const Config& s = flow.setup();
   const Symmetric sym = Symmetric::of(s);
   SymmetricFixedPoint out;
   Eigen::MatrixXd M0 = M_start ? *M_start : Eigen::MatrixXd::Zero(s.H, s.F);
@@ -276,7 +276,7 @@ double head_difference_rate(const OrderParameterFlow& flow, const Eigen::MatrixX
 }
 
 GrowthAlongPlateau growth_along_plateau(const OrderParameterFlow& flow, double t_max, int points) {
-  const Setup& s = flow.setup();
+  const Config& s = flow.setup();
   const Symmetric sym = Symmetric::of(s);
   GrowthAlongPlateau g;
   Eigen::MatrixXd M0 = Eigen::MatrixXd::Zero(s.H, s.F), R0 = s.init_std * s.init_std * Eigen::MatrixXd::Identity(s.H, s.H);

@@ -5,12 +5,14 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "hdat/committee/controlled.hpp"
 #include "hdat/committee/model.hpp"
 #include "hdat/committee/ode.hpp"
 #include "hdat/committee/simulator.hpp"
 #include "hdat/core/harness.hpp"
+#include "hdat/core/verdict.hpp"
 
 namespace hdat::committee {
 
@@ -28,42 +30,77 @@ StandardDefaults standard_defaults() {
   return d;
 }
 
-std::string describe(const Params& p) {
-  const Setup s = setup_from(p);
-  std::string d = fmt::format("{}, K={}, M={}, eta={}", activation_name(s.activation), s.K, s.M, s.eta);
-  if (s.train_v) d += fmt::format(", train_v (eta_v={})", s.eta_v);
-  if (s.noise > 0) d += fmt::format(", noise={}", s.noise);
-  if (s.wd != 0) d += fmt::format(", wd={}", s.wd);
-  if (s.teacher == TeacherKind::gaussian) d += ", gaussian teacher";
-  if (s.dropout_keep != 1.0) d += fmt::format(", dropout keep {}", s.dropout_keep);
-  if (s.test_scale != 1.0) d += fmt::format(", test scale {}", s.test_scale);
-  if (s.schedule) d += ", scheduled";
-  return d;
-}
-
 // A plateau to escape from exists only with exchangeable students (equal v0: the manifold of
 // identical students is then invariant, derivation.md §7) and at least two teachers; otherwise the
 // students specialise as part of the deterministic flow and validate compares the whole run.
-bool has_plateau(const Setup& s) { return s.K >= 2 && s.M >= 2 && !(s.v0.array() != s.v0(0)).any(); }
+bool has_plateau(const Config& s) { return s.K >= 2 && s.M >= 2 && !(s.v0.array() != s.v0(0)).any(); }
 
-std::vector<EventFunction> events(const Params& p) {
-  const Setup s = setup_from(p);
-  if (!has_plateau(s)) return {};
-  return {escape_event(s, p.real("split_threshold"))};
-}
+// The committee at one configuration: the parameters parsed once into its Config.
+class Committee final : public Dynamics {
+ public:
+  explicit Committee(const Params& p)
+      : config_(Config::from(p)),
+        given_start_(p.has("Q0") ? std::optional<Eigen::VectorXd>(given_initial_state(p, config_)) : std::nullopt),
+        full_engine_(p.text("engine") == "full"),
+        test_size_(p.integer("test_size")),
+        split_threshold_(p.real("split_threshold")),
+        settings_(standard_settings(p, standard_defaults(), config_.layout())) {}
 
-void finish(const Params& p, const std::string& command, RunOutput& out) {
-  if (command == "curve" && out.tables.count("curve.csv")) {
-    const Table& curve = out.tables.at("curve.csv");
-    if (!curve.empty()) out.info["events"]["eg_final"] = curve.number(curve.rows() - 1, "eg");  // empty: interrupted at once
+  DynamicsSettings settings() const override { return settings_; }
+  StateLayout layout() const override { return config_.layout(); }
+  // The closed-form theory has no sampling: every replica is the same theory.
+  std::unique_ptr<OdeTheory> theory(int /*replica*/) const override { return std::make_unique<CommitteeODE>(config_); }
+  // Q0/R0/T0 when given, else the overlaps of replica 0's initialisation at N; `curve` starts by
+  // default from the seeds' mean of the replicas' initial overlaps (replica_initial_state).
+  Eigen::VectorXd initial_state(const OdeTheory&) const override {
+    return given_start_ ? *given_start_ : OnlineSGD(config_, config_.N, config_.seed, 0, 0).state();
   }
-  if (command == "simulate") {
-    out.info["simulation"]["streams"] =
-        "per replica k of the seed: teacher (seed, k, teacher), student init (seed, k, student_init), data (seed, k, training_data), "
-        "test set (seed, k, test_set), drift samples (seed, k, drift_check)";
-    out.info["simulation"]["test_size"] = p.integer("test_size");
+  std::optional<Eigen::VectorXd> replica_initial_state(std::uint64_t replica) const override {
+    return OnlineSGD(config_, config_.N, config_.seed, replica, 0).state();
   }
-}
+  std::unique_ptr<FiniteSystem> system(double size, std::uint64_t replica) const override {
+    const int N = static_cast<int>(size);
+    if (full_engine_) return std::make_unique<OnlineSGD>(config_, N, config_.seed, replica, test_size_);
+    return std::make_unique<ReducedSGD>(config_, N, config_.seed, replica, test_size_);
+  }
+  std::vector<EventFunction> events() const override {
+    if (!has_plateau(config_)) return {};
+    return {escape_event(config_, split_threshold_)};
+  }
+  std::string describe() const override {
+    const Config& s = config_;
+    std::string d = fmt::format("{}, K={}, M={}, eta={}", activation_name(s.activation), s.K, s.M, s.eta);
+    if (s.train_v) d += fmt::format(", train_v (eta_v={})", s.eta_v);
+    if (s.noise > 0) d += fmt::format(", noise={}", s.noise);
+    if (s.wd != 0) d += fmt::format(", wd={}", s.wd);
+    if (s.teacher == TeacherKind::gaussian) d += ", gaussian teacher";
+    if (s.dropout_keep != 1.0) d += fmt::format(", dropout keep {}", s.dropout_keep);
+    if (s.test_scale != 1.0) d += fmt::format(", test scale {}", s.test_scale);
+    if (s.schedule) d += ", scheduled";
+    return d;
+  }
+  void finish(const Bound&, const std::string& command, RunOutput& out, Verdict&) const override {
+    if (command == "curve" && out.tables.count("curve.csv")) {
+      const Table& curve = out.tables.at("curve.csv");
+      if (!curve.empty()) out.info["events"]["eg_final"] = curve.number(curve.rows() - 1, "eg");  // empty: interrupted at once
+    }
+    if (command == "simulate") {
+      out.info["simulation"]["streams"] =
+          "per replica k of the seed: teacher (seed, k, teacher), student init (seed, k, student_init), data (seed, k, training_data), "
+          "test set (seed, k, test_set), drift samples (seed, k, drift_check)";
+      out.info["simulation"]["test_size"] = test_size_;
+    }
+  }
+  std::unique_ptr<ControlledTheory> controlled() const override { return std::make_unique<CommitteeControlled>(config_); }
+
+ private:
+  Config config_;
+  std::optional<Eigen::VectorXd> given_start_;
+  bool full_engine_;
+  long test_size_;
+  double split_threshold_;
+  DynamicsSettings settings_;
+};
 
 }  // namespace
 
@@ -81,7 +118,7 @@ const ParamSet& parameters() {
   return set;
 }
 
-EventFunction escape_event(const Setup& s, double threshold) {
+EventFunction escape_event(const Config& s, double threshold) {
   const StateLayout layout = s.layout();
   auto g = [layout, threshold](double, const Eigen::VectorXd& x) {
     const auto Q = layout.view(x, "Q"), R = layout.view(x, "R"), T = layout.view(x, "T");
@@ -99,38 +136,10 @@ EventFunction escape_event(const Setup& s, double threshold) {
 std::shared_ptr<const DynamicsModel> dynamics_model() {
   static const std::shared_ptr<const DynamicsModel> model = [] {
     auto m = std::make_shared<DynamicsModel>();
-    // The closed-form theory has no sampling: every replica is the same theory.
-    m->theory = [](const Params& p, int /*replica*/) -> std::unique_ptr<OdeTheory> {
-      return std::make_unique<CommitteeODE>(setup_from(p));
-    };
-    // Q0/R0/T0 when given, else the overlaps of replica 0's initialisation at N; `curve` starts by
-    // default from the seeds' mean of the replicas' initial overlaps (replica_initial_state).
-    m->initial_state = [](const Params& p, const OdeTheory&) {
-      const Setup s = setup_from(p);
-      if (p.has("Q0")) return given_initial_state(p, s);
-      return OnlineSGD(s, s.N, s.seed, 0, 0).state();
-    };
-    m->replica_initial_state = [](const Params& p, std::uint64_t replica) {
-      const Setup s = setup_from(p);
-      return OnlineSGD(s, s.N, s.seed, replica, 0).state();
-    };
-    m->start_keys = {"Q0", "R0", "T0"};
-    m->system = [](const Params& p, double size, std::uint64_t replica) -> std::unique_ptr<FiniteSystem> {
-      const Setup s = setup_from(p);
-      const int N = static_cast<int>(size);
-      if (p.text("engine") == "full") return std::make_unique<OnlineSGD>(s, N, s.seed, replica, p.integer("test_size"));
-      return std::make_unique<ReducedSGD>(s, N, s.seed, replica, p.integer("test_size"));
-    };
-    m->settings = [](const Params& p) {
-      const Setup s = setup_from(p);
-      return standard_settings(p, standard_defaults(), s.layout());
-    };
-    m->events = events;
+    m->bind = dynamics_of<Committee>();
     m->escape_event = "escape_time";
+    m->start_keys = {"Q0", "R0", "T0"};
     m->theory_only_keys = {"Q0", "R0", "T0", "split_threshold", "break_term"};
-    m->describe = describe;
-    m->finish = finish;
-    m->controlled = [](const Params& p) -> std::unique_ptr<ControlledTheory> { return std::make_unique<CommitteeControlled>(setup_from(p)); };
     return m;
   }();
   return model;

@@ -23,7 +23,7 @@ StepRule::Error StepRule::coefficients(const double* u, double zeta, const Eigen
   return {clean, delta};
 }
 
-OnlineSGD::OnlineSGD(const Setup& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size)
+OnlineSGD::OnlineSGD(const Config& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size)
     : s_(setup), N_(N), sqrtN_(std::sqrt(static_cast<double>(N))), seed_(seed), replica_(replica), test_size_(test_size),
       rule_(setup),
       data_{rng::NormalStream(seed, replica, rng::training_tokens), rng::engine(seed, replica, rng::training_data)},
@@ -96,7 +96,7 @@ void OnlineSGD::advance_to(double t) {
 
 namespace {
 // The theory's blocks of weights with Gram matrix C (students first) and second layer v.
-Eigen::VectorXd blocks_of_gram(const Setup& s, const Eigen::MatrixXd& C, const Eigen::VectorXd& v) {
+Eigen::VectorXd blocks_of_gram(const Config& s, const Eigen::MatrixXd& C, const Eigen::VectorXd& v) {
   Overlaps o;
   o.Q = C.topLeftCorner(s.K, s.K);
   o.R = C.topRightCorner(s.K, s.M);
@@ -108,7 +108,7 @@ Eigen::VectorXd blocks_of_gram(const Setup& s, const Eigen::MatrixXd& C, const E
 
 Eigen::VectorXd OnlineSGD::state() const { return blocks_of_gram(s_, gram(), v_); }
 
-Observables observe_gram(const Setup& setup, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed, std::uint64_t replica,
+Observables observe_gram(const Config& setup, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed, std::uint64_t replica,
                          long test_size) {
   const int L = setup.K + setup.M;
   // At test time every unit is kept and the output is scaled by p_f (test_scale).
@@ -202,10 +202,10 @@ void gram_step(Eigen::MatrixXd& C, const Eigen::VectorXd& u, double x2, const Ei
   C.noalias() += (Au * a.transpose() + a * Au.transpose() + x2 * a * a.transpose()) / static_cast<double>(N);
 }
 
-ReducedSGD::ReducedSGD(const Setup& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size, Reduction reduction)
+ReducedSGD::ReducedSGD(const Config& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size, Reduction reduction)
     : ReducedSGD(setup, N, OnlineSGD(setup, N, seed, replica, 0).gram(), setup.v0, seed, replica, test_size, reduction) {}
 
-ReducedSGD::ReducedSGD(const Setup& setup, int N, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed,
+ReducedSGD::ReducedSGD(const Config& setup, int N, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed,
                        std::uint64_t replica, long test_size, Reduction reduction)
     : s_(setup), N_(N), seed_(seed), replica_(replica), test_size_(test_size), reduction_(reduction), rule_(setup), C_(C), v_(v),
       data_(rng::engine(seed, replica, rng::training_data)), drift_(rng::engine(seed, replica, rng::drift_check)) {

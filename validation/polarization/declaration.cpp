@@ -6,20 +6,21 @@
 #include <cmath>
 
 #include "hdat/core/harness.hpp"
+#include "hdat/core/verdict.hpp"
 #include "hdat/polarization/curve.hpp"
 #include "hdat/polarization/gd.hpp"
+#include "hdat/polarization/reduced.hpp"
 #include "hdat/polarization/theory.hpp"
 
 namespace hdat::polarization {
 
 namespace {
 
-DynamicsSettings settings_from(const Params& p) {
-  const Config c = Config::from(p);
+DynamicsSettings settings_from(const Config& c, const FlowSystem& flow) {
   DynamicsSettings d;
   d.curve_times = c.times;
   d.times = on_step_grid(c.times, c.lr);  // whole multiples of the largest step: every step size meets the flow there
-  d.integrate = integrate_options(c, FlowTheory(c).flow());
+  d.integrate = integrate_options(c, flow);
   d.size_name = "lr";
   d.simulate_size = c.lr;
   for (int k = 0; k <= c.halvings; ++k) d.validate_sizes.push_back(std::ldexp(c.lr, -k));
@@ -39,8 +40,7 @@ DynamicsSettings settings_from(const Params& p) {
   return d;
 }
 
-std::string describe(const Params& p) {
-  const Config c = Config::from(p);
+std::string describe(const Config& c) {
   return fmt::format("{} loss, {}{}, {} flow, T={}, d={}", name(c.loss), name(c.normalization),
                      c.architecture == Architecture::tied ? ", tied U σ(U a)" : "", name(c.flow), c.T, c.d);
 }
@@ -103,7 +103,7 @@ void finish_simulate(const Config& c, const Instance& in, RunOutput& out) {
 
 // validate (trajectories): the identities every step of every run must satisfy, and the drift check;
 // either failing overrules the harness's verdict.
-void finish_validate(const Params& p, RunOutput& out) {
+void finish_validate(const Bound& bound, const Config& c, RunOutput& out, Verdict& verdict) {
   nlohmann::json& v = out.info["validation"];
   std::vector<std::string> failures;
   for (const auto& size : v["per_size"])
@@ -117,15 +117,15 @@ void finish_validate(const Params& p, RunOutput& out) {
 
   RunContext quiet;
   quiet.quiet = true;
-  DriftValidation drift = validate_drift(*dynamics_model(), p, quiet);
+  DriftValidation drift = validate_drift(bound, quiet);
   out.tables["drift.csv"] = std::move(drift.rows);
   v["drift"] = drift.record;
-  out.summary += fmt::format("  drift check at t = {} (lr = {:g}): one step against the flow's right-hand side\n", nlohmann::json(Config::from(p).drift_times).dump(),
-                             dynamics_model()->settings(p).drift_size) +
+  out.summary += fmt::format("  drift check at t = {} (lr = {:g}): one step against the flow's right-hand side\n", nlohmann::json(c.drift_times).dump(),
+                             bound.settings().drift_size) +
                  drift.summary;
   out.tables["convergence.csv"] = convergence_table(v);
   if (!failures.empty() || drift.verdict.kind != VerdictKind::agree) {
-    v["verdict"] = "disagree";
+    verdict.merge(Verdict::disagree("the model's own checks fail (see the summary)"));
     out.summary += "  verdict: DISAGREE (identities or drift check)\n";
   }
 }
@@ -150,31 +150,44 @@ Table convergence_table(const nlohmann::json& validation) {
   return t;
 }
 
-void finish_command(const Params& p, const std::string& command, RunOutput& out) {
-  const Config c = Config::from(p);
-  const Instance in = make_instance(c);
-  if (command == "curve") finish_curve(c, in, out);
-  if (command == "simulate") finish_simulate(c, in, out);
-  if (command == "validate") {
-    out.info["instance"] = in.record(c);
-    if (p.text("mode") == "trajectory") finish_validate(p, out);
+namespace {
+
+// Polarization at one configuration: the parameters parsed once into its Config and its instance.
+class Polarization final : public Dynamics {
+ public:
+  explicit Polarization(const Params& p)
+      : config_(Config::from(p)), instance_(make_instance(config_)), flow_(make_flow(config_, instance_)), trajectory_(p.text("mode") == "trajectory") {}
+
+  DynamicsSettings settings() const override { return settings_from(config_, *flow_); }
+  StateLayout layout() const override { return flow_->layout(); }
+  // Deterministic: no sample sets (replica) and one run per step (the seed only draws the instance).
+  std::unique_ptr<OdeTheory> theory(int) const override { return std::make_unique<FlowTheory>(config_); }
+  Eigen::VectorXd initial_state(const OdeTheory& theory) const override { return dynamic_cast<const FlowTheory&>(theory).flow().initial_state(); }
+  std::unique_ptr<FiniteSystem> system(double lr, std::uint64_t) const override { return std::make_unique<GradientDescent>(config_, instance_, lr); }
+  std::string describe() const override { return polarization::describe(config_); }
+  void finish(const Bound& bound, const std::string& command, RunOutput& out, Verdict& verdict) const override {
+    if (command == "curve") finish_curve(config_, instance_, out);
+    if (command == "simulate") finish_simulate(config_, instance_, out);
+    if (command == "validate") {
+      out.info["instance"] = instance_.record(config_);
+      if (trajectory_) finish_validate(bound, config_, out, verdict);
+    }
   }
-}
+
+ private:
+  Config config_;
+  Instance instance_;
+  std::unique_ptr<FlowSystem> flow_;  // the theory's blocks; refers to config_ and instance_
+  bool trajectory_;
+};
+
+}  // namespace
 
 std::shared_ptr<const DynamicsModel> dynamics_model() {
   static const std::shared_ptr<const DynamicsModel> model = [] {
     auto m = std::make_shared<DynamicsModel>();
-    // Deterministic: no sample sets (replica) and one run per step (the seed only draws the instance).
-    m->theory = [](const Params& p, int) -> std::unique_ptr<OdeTheory> { return std::make_unique<FlowTheory>(Config::from(p)); };
-    m->initial_state = [](const Params&, const OdeTheory& theory) { return dynamic_cast<const FlowTheory&>(theory).flow().initial_state(); };
-    m->system = [](const Params& p, double lr, std::uint64_t) -> std::unique_ptr<FiniteSystem> {
-      const Config c = Config::from(p);
-      return std::make_unique<GradientDescent>(c, make_instance(c), lr);
-    };
-    m->settings = settings_from;
+    m->bind = dynamics_of<Polarization>();
     m->theory_only_keys = {"stepper", "rtol", "atol", "log_time", "halvings", "min_order", "drift_times", "figures", "claim"};
-    m->describe = describe;
-    m->finish = finish_command;
     return m;
   }();
   return model;

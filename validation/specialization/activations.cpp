@@ -151,7 +151,7 @@ RunOutput compare_activations(const Params& p, RunContext& ctx) {
       if (interrupted()) break;
       continue;
     }
-    const Setup s = setup_from(pv);
+    const Config s = Config::from(pv);
     const OrderParameterFlow flow(s, flow_options(pv, ctx.threads));
     const Table& curve = o.tables.at("curve.csv");
     const std::size_t last = curve.rows() - 1;

@@ -83,7 +83,7 @@ struct PlateauStability {
   double seconds_fixed_point = 0, seconds_linearisation = 0, seconds_rate_error = 0;
 };
 
-PlateauStability analyse_plateau(const OrderParameterFlow& flow, const Setup& s, const Params& p) {
+PlateauStability analyse_plateau(const OrderParameterFlow& flow, const Config& s, const Params& p) {
   PlateauStability a;
   PlateauOptions fo;
   fo.t_relax = p.real("t_relax");
@@ -113,7 +113,7 @@ PlateauStability analyse_plateau(const OrderParameterFlow& flow, const Setup& s,
   return a;
 }
 
-nlohmann::json plateau_json(const PlateauStability& a, const OrderParameterFlow& flow, const Setup& s, Table& spectrum) {
+nlohmann::json plateau_json(const PlateauStability& a, const OrderParameterFlow& flow, const Config& s, Table& spectrum) {
   const SymmetricFixedPoint& fp = a.fixed_point;
   const Linearisation& lin = a.linearisation;
   const Coordinates c = Coordinates::of(s);
@@ -156,7 +156,7 @@ nlohmann::json plateau_json(const PlateauStability& a, const OrderParameterFlow&
   return st;
 }
 
-std::string plateau_summary(const PlateauStability& a, const Setup& s) {
+std::string plateau_summary(const PlateauStability& a, const Config& s) {
   const SymmetricFixedPoint& fp = a.fixed_point;
   const Linearisation& lin = a.linearisation;
   std::string summary = fmt::format("stability of the unspecialized phase ({}, H={}, F={}, L={}, eta={})\n", activation_name(s.activation), s.H,
@@ -191,13 +191,13 @@ struct EscapeScan {
   std::map<std::string, int> order_counts;
 };
 
-EscapeScan scan_escape_times(const Params& p, const OrderParameterFlow& flow, const Setup& s, double threshold, RunContext& ctx) {
+EscapeScan scan_escape_times(const Params& p, const OrderParameterFlow& flow, const Config& s, double threshold, RunContext& ctx) {
   EscapeScan e;
   e.dims = p.int_vector("dims");
   const std::vector<double> times = observation_times(p);
   for (long D : e.dims) {
     Params pd = p.with({{"D", D}});
-    Setup sd = setup_from(pd);
+    Config sd = Config::from(pd);
     Eigen::MatrixXd M0, R0;
     initial_overlaps(pd, sd, M0, R0);
     IntegrateOptions located = integrate_options(p, flow.layout());
@@ -210,8 +210,7 @@ EscapeScan scan_escape_times(const Params& p, const OrderParameterFlow& flow, co
     if (p.boolean("compare")) {
       // Escape times need no precise risk: a smaller test set.
       const Params pe = p.with({{"test_size", std::min<long>(p.integer("test_size"), 2000)}});
-      const auto model = dynamics_model();
-      const Ensemble ens = run_ensemble(*model, pe, model->settings(pe), static_cast<double>(D), ctx);
+      const Ensemble ens = run_ensemble(Bound(*dynamics_model(), pe), static_cast<double>(D), ctx);
       std::vector<double> escapes;
       for (std::size_t k = 0; k < ens.runs.size(); ++k) {
         if (std::isfinite(ens.escape_times[k])) escapes.push_back(ens.escape_times[k]);
@@ -305,11 +304,11 @@ void escape_outputs(const EscapeScan& e, const OrderParameterFlow& flow, const P
 
 // Later stages: plateaus of the theory trajectory after the first split (local minima of |dx/dt|),
 // each polished to a fixed point with specialised heads and linearised.
-nlohmann::json later_stages(const Params& p, const OrderParameterFlow& flow, const Setup& s, double threshold, std::string& summary) {
+nlohmann::json later_stages(const Params& p, const OrderParameterFlow& flow, const Config& s, double threshold, std::string& summary) {
   nlohmann::json stages = nlohmann::json::array();
   Params pd = p.with({{"D", p.int_vector("dims").back()}});
   Eigen::MatrixXd M0, R0;
-  initial_overlaps(pd, setup_from(pd), M0, R0);
+  initial_overlaps(pd, Config::from(pd), M0, R0);
   const std::vector<double> fine = lin_spaced(0.0, observation_times(p).back(), 400);
   IntegrateOptions located = integrate_options(p, flow.layout());
   located.events = specialization_events(s.H, s.F, threshold);
@@ -376,7 +375,7 @@ nlohmann::json later_stages(const Params& p, const OrderParameterFlow& flow, con
 // then write stability.json, spectrum.csv, escape.csv, growth.csv and the summary.
 RunOutput analyze_command(const Params& p, RunContext& ctx) {
   if (p.text("analysis") == "activations") return compare_activations(p, ctx);
-  const Setup s = setup_from(p);
+  const Config s = Config::from(p);
   if (s.bias.size() && (s.bias.array() != s.bias(0)).any())
     throw InputError("bias", "the stability analysis of the unspecialized phase needs exchangeable heads: give every head the same bias");
   const OrderParameterFlow flow(s, flow_options(p, ctx.threads));

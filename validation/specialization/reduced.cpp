@@ -7,7 +7,7 @@
 
 namespace hdat::specialization {
 
-ReducedOnlineSGD::ReducedOnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test,
+ReducedOnlineSGD::ReducedOnlineSGD(const Config& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test,
                                    Reduction reduction)
     : s_(setup), test_(test), reduction_(reduction), D_(D), seed_(seed), replica_(replica), b_(setup.bias),
       data_(rng::engine(seed, replica, rng::training_data)), drift_(rng::engine(seed, replica, rng::drift_check)),

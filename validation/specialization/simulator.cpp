@@ -25,7 +25,7 @@ struct RiskAccumulator {
 };
 }  // namespace
 
-OnlineSGD::OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test)
+OnlineSGD::OnlineSGD(const Config& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test)
     : s_(setup), test_(test), D_(D), sqrtD_(std::sqrt(static_cast<double>(D))), seed_(seed), replica_(replica),
       b_(setup.bias), data_(rng::engine(seed, replica, rng::training_data)),
       tokens_(seed, replica, rng::training_tokens), att_(setup.attention()) {
@@ -158,7 +158,7 @@ std::pair<double, double> OnlineSGD::test_risk(long n, bool projected) {
   return projected_test_risk(s_, att, Q.transpose() * W_ / sqrtD_, Q.transpose() * Kstar_ / sqrtD_, n, test);
 }
 
-std::pair<double, double> projected_test_risk(const Setup& s, const Attention& att, const Eigen::MatrixXd& P, const Eigen::MatrixXd& S,
+std::pair<double, double> projected_test_risk(const Config& s, const Attention& att, const Eigen::MatrixXd& P, const Eigen::MatrixXd& S,
                                               long n, rng::Engine& test) {
   const int F = s.F, H = s.H, L = s.L;
   const auto r = P.rows();

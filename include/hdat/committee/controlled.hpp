@@ -15,7 +15,7 @@
 
 namespace hdat::committee {
 
-/// f = dx/dt at state x (Setup::layout()) for learning rate `eta` and keep-probability `r`:
+/// f = dx/dt at state x (Config::layout()) for learning rate `eta` and keep-probability `r`:
 ///   dR_in = η v_i Σ_c s_c E[μ_i μ_c] I3(i, n*, c) − wd R_in
 ///   dQ_ik = η Σ_c s_c (v_i E[μ_i μ_c] I3(i,k,c) + v_k E[μ_k μ_c] I3(k,i,c)) − 2 wd Q_ik
 ///           + η² v_i v_k [Σ_cd s_c s_d E[μ_i μ_k μ_c μ_d] I4(i,k,c,d) + σ² E[μ_i μ_k] J2(i,k)]
@@ -23,7 +23,7 @@ namespace hdat::committee {
 /// s = (−v, v*), the masks' moments r^(distinct students) (mask_moment). The theory's break_term is
 /// not applied (this is the correct theory).
 template <class S>
-void drift_by_index(const Setup& st, const StateLayout& layout, const S* x, const S& eta, const S& r, S* f) {
+void drift_by_index(const Config& st, const StateLayout& layout, const S* x, const S& eta, const S& r, S* f) {
   const int K = st.K, M = st.M, L = K + M, n = layout.size();
   const int oQ = layout.block("Q").offset, oR = layout.block("R").offset, oT = layout.block("T").offset;
   const int ov = st.train_v ? layout.block("v").offset : -1;
@@ -74,7 +74,7 @@ void drift_by_index(const Setup& st, const StateLayout& layout, const S* x, cons
 /// The test error ½ E[(p_f Σ_k v_k g(λ_k) − Σ_m v*_m g(ν_m))²] (every unit kept, output scaled by
 /// p_f, noise excluded) at state x, for any scalar type.
 template <class S>
-S test_error_by_index(const Setup& st, const StateLayout& layout, const S* x, const S& p_f) {
+S test_error_by_index(const Config& st, const StateLayout& layout, const S* x, const S& p_f) {
   const int K = st.K, M = st.M, L = K + M;
   const int oQ = layout.block("Q").offset, oR = layout.block("R").offset, oT = layout.block("T").offset;
   const int ov = st.train_v ? layout.block("v").offset : -1;
@@ -101,7 +101,7 @@ S test_error_by_index(const Setup& st, const StateLayout& layout, const S* x, co
 /// The committee's ControlledTheory: controls (eta, dropout_keep, test_scale).
 class CommitteeControlled final : public ControlledTheory {
  public:
-  explicit CommitteeControlled(const Setup& setup);
+  explicit CommitteeControlled(const Config& setup);
   const StateLayout& layout() const override { return layout_; }
   const std::vector<ControlSpec>& controls() const override { return controls_; }
   Eigen::VectorXd defaults() const override;
@@ -111,7 +111,7 @@ class CommitteeControlled final : public ControlledTheory {
   double risk(const Eigen::VectorXd& x, const Eigen::VectorXd& u, Eigen::VectorXd* r_x, Eigen::VectorXd* r_u) const override;
 
  private:
-  Setup setup_;
+  Config setup_;
   StateLayout layout_;
   std::vector<ControlSpec> controls_;
 };

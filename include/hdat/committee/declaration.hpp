@@ -22,6 +22,6 @@ std::shared_ptr<const DynamicsModel> dynamics_model();
 /// threshold with r_in = R_in / √(Q_ii T_nn), the spread of some student's normalised overlaps with
 /// the teachers passing `threshold` upwards. The theory locates it between steps, a simulation
 /// between its observations (hdat::sampled_event_time).
-EventFunction escape_event(const Setup& s, double threshold);
+EventFunction escape_event(const Config& s, double threshold);
 
 }  // namespace hdat::committee

@@ -37,7 +37,7 @@ inline const std::vector<std::string>& term_names() {
 }
 
 /// Everything the theory and the simulator share, parsed once from the parameters.
-struct Setup {
+struct Config {
   int N = 500;  ///< input dimension (simulator)
   int K = 2;    ///< student hidden units
   int M = 2;    ///< teacher hidden units
@@ -71,7 +71,7 @@ struct Setup {
   bool scheduled() const { return schedule && !schedule->controls.empty(); }
 
   /// Defaults of the spec (vstar = ones(M), v0 = ones(K)) for the given sizes.
-  static Setup defaults(int K, int M);
+  static Config defaults(int K, int M);
   int fields() const { return K + M; }  ///< L = K + M jointly Gaussian fields (λ, ν)
   /// Blocks Q (K×K symmetric), R (K×M), T (M×M symmetric, constant), v (K, only when train_v).
   StateLayout layout() const;
@@ -80,16 +80,18 @@ struct Setup {
   std::vector<std::string> active_terms() const;
   /// Throws std::invalid_argument when sizes or vectors do not fit together.
   void validate() const;
+  /// The configuration the parameters ask for (once per command: the bound model keeps it).
+  static Config from(const Params& p);
 };
 
-/// The order parameters as matrices, and the flat state vector of Setup::layout().
+/// The order parameters as matrices, and the flat state vector of Config::layout().
 struct Overlaps {
   Eigen::MatrixXd Q, R, T;
   Eigen::VectorXd v;  ///< the student's second layer (the constant v0 when it is not trained)
 };
-Eigen::VectorXd pack(const Setup& s, const Overlaps& o);
+Eigen::VectorXd pack(const Config& s, const Overlaps& o);
 /// The overlaps of a state; v is read from the state when trained, else it is s.v0.
-Overlaps unpack(const Setup& s, const Eigen::VectorXd& x);
+Overlaps unpack(const Config& s, const Eigen::VectorXd& x);
 
 /// The covariance C = [[Q, R], [Rᵀ, T]] of the fields (λ, ν) (L×L), written into `C`.
 void field_covariance(const Eigen::MatrixXd& Q, const Eigen::MatrixXd& R, const Eigen::MatrixXd& T, Eigen::MatrixXd& C);
@@ -117,8 +119,7 @@ ParamSet& declare_model_keys(ParamSet& set);
 /// Cross-key checks (lengths of vstar and v0, shapes and validity of Q0/R0/T0 ...); throws
 /// InputError naming the key.
 void check(const Params& p);
-Setup setup_from(const Params& p);
 /// Q0, R0, T0 (and v0) as a state of s.layout(); InputError unless all three are given.
-Eigen::VectorXd given_initial_state(const Params& p, const Setup& s);
+Eigen::VectorXd given_initial_state(const Params& p, const Config& s);
 
 }  // namespace hdat::committee

@@ -31,17 +31,17 @@ struct BlockOffsets {
 class CommitteeODE final : public OdeTheory {
  public:
   /// threads <= 0: OpenMP's default; small systems run on one thread whatever the setting.
-  explicit CommitteeODE(const Setup& setup, int threads = 0);
+  explicit CommitteeODE(const Config& setup, int threads = 0);
 
   const StateLayout& layout() const override { return layout_; }
   void operator()(const ConstVecRef& x, VecRef dxdt, double t) const override;
-  /// The drift in its named terms (Setup::active_terms()), exact (no standard errors).
+  /// The drift in its named terms (Config::active_terms()), exact (no standard errors).
   DriftTerms terms(const Eigen::VectorXd& x) const override;
   /// "eg": the generalisation error of the state (exact).
   Observables observe(const Eigen::VectorXd& x, double t) const override;
 
   double generalisation_error(const Eigen::VectorXd& x) const;
-  const Setup& setup() const { return setup_; }
+  const Config& setup() const { return setup_; }
 
   /// The drift's parts at a state, each a full state vector (zero outside its blocks).
   struct Parts {
@@ -51,7 +51,7 @@ class CommitteeODE final : public OdeTheory {
   void parts(const ConstVecRef& x, Parts& out, double t = 0) const;
 
  private:
-  Setup setup_;
+  Config setup_;
   StateLayout layout_;
   BlockOffsets offsets_;
   int threads_;

@@ -37,7 +37,7 @@ struct StepControls {
 /// The learning rule on the fields: given u = (λ, ν) and ζ, the error and the step's coefficients.
 class StepRule {
  public:
-  explicit StepRule(const Setup& setup) : s_(setup) {}
+  explicit StepRule(const Config& setup) : s_(setup) {}
   struct Error {
     double clean;  ///< Δ0 = Σ_m v*_m g(ν_m) − Σ_k v_k g(λ_k)
     double total;  ///< Δ = Δ0 + σζ
@@ -73,14 +73,14 @@ class StepRule {
                        int N) const {
     return increment(C, v, u, x2, zeta, N, StepControls{s_.eta, nullptr});
   }
-  const Setup& setup() const { return s_; }
+  const Config& setup() const { return s_; }
 
  private:
   template <class Engine>
   static double uniform(Engine& engine) {
     return static_cast<double>(engine() >> 11) * 0x1.0p-53;  // 53 random bits in [0, 1)
   }
-  Setup s_;
+  Config s_;
 };
 
 /// The step of the weights' Gram matrix C = WᵀW/N (p = K + M, students first) given the fields u,
@@ -92,25 +92,25 @@ void gram_step(Eigen::MatrixXd& C, const Eigen::VectorXd& u, double x2, const Ei
 /// The observables of weights with Gram matrix C and second layer v: "eg" exactly, "eg_test" over
 /// `test_size` fresh inputs drawn from the test stream of (seed, replica) (their fields are exactly
 /// N(0, C)), with its standard error. Shared by both engines.
-Observables observe_gram(const Setup& s, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed, std::uint64_t replica,
+Observables observe_gram(const Config& s, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed, std::uint64_t replica,
                          long test_size);
 
 class OnlineSGD final : public FiniteSystem {
  public:
   /// One independent run at dimension N: teacher, student initialisation, training data, drift
   /// samples and test set come from the named streams of (seed, replica).
-  OnlineSGD(const Setup& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size = 2000);
+  OnlineSGD(const Config& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size = 2000);
 
   double time() const override { return static_cast<double>(steps_) / N_; }
   void advance_to(double t) override;  ///< to steps = round(t N)
-  /// Q, R, T (and v when trained) of the current weights, in Setup::layout().
+  /// Q, R, T (and v when trained) of the current weights, in Config::layout().
   Eigen::VectorXd state() const override;
   /// "eg": the exact generalisation error of the current weights (its closed form is a function
   /// of the measured overlaps: the fields of a fresh input are exactly N(0, C)); "eg_test": ½ Δ0²
   /// over `test_size` fresh test inputs (the same ones at every call), with its standard error.
   Observables observe() override;
   /// One step's increment N·(state after − state before) from the current weights on a fresh
-  /// sample of the drift-check stream, not applied, in the theory's terms (Setup::active_terms()).
+  /// sample of the drift-check stream, not applied, in the theory's terms (Config::active_terms()).
   DriftTerms increment() override;
 
   /// One SGD step on a fresh sample of the training stream.
@@ -128,7 +128,7 @@ class OnlineSGD final : public FiniteSystem {
   Eigen::MatrixXd students() const { return W_.leftCols(s_.K); }  ///< N×K
   Eigen::MatrixXd teachers() const { return W_.rightCols(s_.M); }  ///< N×M
   const Eigen::VectorXd& second_layer() const { return v_; }
-  const Setup& setup() const { return s_; }
+  const Config& setup() const { return s_; }
 
  private:
   // Where samples come from: the N inputs from a counter-based Gaussian stream (the bulk of the
@@ -143,7 +143,7 @@ class OnlineSGD final : public FiniteSystem {
   // The only code that changes the weights: w_k ← α w_k + first[k] x/√N, v ← v + second/N.
   void apply_step(const Eigen::VectorXd& x);
 
-  Setup s_;
+  Config s_;
   int N_;
   double sqrtN_;
   std::uint64_t seed_, replica_;
@@ -174,9 +174,9 @@ class ReducedSGD final : public FiniteSystem {
   /// One run at dimension N (any N ≥ 1; memory and time per step independent of N). The initial
   /// weights are OnlineSGD's (the same named streams: the same initial overlaps for a seed, built
   /// once at O(N (K + M))); the steps draw from the training stream.
-  ReducedSGD(const Setup& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size = 2000, Reduction reduction = {});
+  ReducedSGD(const Config& setup, int N, std::uint64_t seed, std::uint64_t replica, long test_size = 2000, Reduction reduction = {});
   /// From a given Gram matrix C (students first) and second layer v.
-  ReducedSGD(const Setup& setup, int N, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed, std::uint64_t replica,
+  ReducedSGD(const Config& setup, int N, const Eigen::MatrixXd& C, const Eigen::VectorXd& v, std::uint64_t seed, std::uint64_t replica,
              long test_size = 2000, Reduction reduction = {});
   double time() const override { return static_cast<double>(steps_) / N_; }
   void advance_to(double t) override;  ///< to steps = round(t N)
@@ -192,7 +192,7 @@ class ReducedSGD final : public FiniteSystem {
  private:
   // The only code that reads the data: u ~ N(0, C), x2 = |x|²/N, ζ.
   void draw_sample(rng::Engine& engine);
-  Setup s_;
+  Config s_;
   int N_;
   std::uint64_t seed_, replica_;
   long test_size_;

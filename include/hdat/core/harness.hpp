@@ -18,7 +18,9 @@
 // without writing a harness.
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,11 +43,38 @@ std::vector<double> run_row(double t, const Observables& observables, const Stat
 /// saying `what` the times are) otherwise.
 void check_times(const std::vector<double>& times, double t_start, double t_max, const std::string& key, const std::string& what = "");
 
-/// The model's settings for `p`, checked before any work (InputError naming the key): the time rule
-/// (t_points, and t_max when both are given: t_points beyond an explicit t_max is an error; without
-/// t_max the run ends at the last t_point), drift times (not empty, >= t_start), sizes (not empty).
-/// Every dynamics command starts here, and so does the model's check (add_dynamics_commands).
-DynamicsSettings checked_settings(const DynamicsModel& model, const Params& p);
+/// A dynamics model bound to one command's parameters: the model's Dynamics (its typed Config,
+/// parsed once), its settings read once and checked before any work (the time rule: t_points, and
+/// t_max when both are given; drift times at or after t_start; lists not empty), its layout and
+/// events, and one theory per replica, built when first integrated and kept. Every dynamics command
+/// binds once and works from here; so does the model's check (add_dynamics_commands).
+class Bound {
+ public:
+  /// InputError naming the key when the parameters cannot give a result.
+  Bound(const DynamicsModel& model, const Params& p);
+  const DynamicsModel& model() const { return model_; }
+  const Params& params() const { return params_; }
+  const Dynamics& dynamics() const { return *dynamics_; }
+  const DynamicsSettings& settings() const { return settings_; }
+  const StateLayout& layout() const { return layout_; }
+  const std::vector<EventFunction>& events() const { return events_; }
+  /// The declared escape event (DynamicsModel::escape_event); null: none.
+  const EventFunction* escape() const;
+  /// The theory on sample set `replica`, built once (thread-safe).
+  const OdeTheory& theory(int replica = 0) const;
+  /// A new finite run (one per seed and size).
+  std::unique_ptr<FiniteSystem> system(double size, std::uint64_t replica) const { return dynamics_->system(size, replica); }
+
+ private:
+  const DynamicsModel& model_;
+  Params params_;
+  std::unique_ptr<const Dynamics> dynamics_;
+  DynamicsSettings settings_;
+  StateLayout layout_;
+  std::vector<EventFunction> events_;
+  mutable std::mutex theories_mutex_;
+  mutable std::map<int, std::unique_ptr<OdeTheory>> theories_;
+};
 
 /// The theory started from x0 at t_start and reported at `times` only (every dynamics command's
 /// theory goes through here: OdeTheory::run sees the start as its first time; a row at t_start is
@@ -64,8 +93,7 @@ struct ReplicatedTheory {
   TheoryRun run;  ///< table = the replica mean
   Table se;       ///< same columns: the standard error of the mean over replicas
 };
-ReplicatedTheory run_theory_replicas(const DynamicsModel& model, const Params& p, const Eigen::VectorXd& x0, double t_start,
-                                     const std::vector<double>& times, const IntegrateOptions& options, int replicas);
+ReplicatedTheory run_theory_replicas(const Bound& bound, const Eigen::VectorXd& x0, const std::vector<double>& times, int replicas);
 
 /// The finite runs of one size.
 struct Ensemble {
@@ -86,10 +114,10 @@ Table ensemble_mean(const std::vector<Table>& runs);
 
 /// A stable hash of the configuration that determines a simulation at `size` (keys of the harness
 /// and the model's `keys_not_affecting_simulation` left out), naming its persisted seeds.
-std::string simulation_hash(const DynamicsModel& model, const Params& p, double size);
+std::string simulation_hash(const Bound& bound, double size);
 
-Ensemble run_ensemble(const DynamicsModel& model, const Params& p, const DynamicsSettings& settings, double size,
-                      const RunContext& ctx);
+/// The finite runs at `size` (the bound settings' seeds and times), persisted seeds reused.
+Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx);
 
 /// Seed-averaged state at t_start (the theory's start in validate): the mean of initial_states.
 Eigen::VectorXd measured_initial_state(const Ensemble& ensemble, const StateLayout& layout);
@@ -100,11 +128,11 @@ Eigen::VectorXd measured_initial_state(const Ensemble& ensemble, const StateLayo
 double sampled_event_time(const EventFunction& event, const Table& run, const StateLayout& layout);
 /// The time a finite run leaves its plateau: sampled_event_time of the model's escape_event; NaN
 /// when it never does or the model declares none.
-double sampled_escape_time(const DynamicsModel& model, const Params& p, const Table& run, const StateLayout& layout);
+double sampled_escape_time(const Bound& bound, const Table& run);
 /// The theory's located events into a command's output: run.json `events` {name: time of the first
 /// crossing, or null}, `event_states` {name: {t, direction, the observables there}}, and a summary line
 /// per event.
-void report_theory_events(const DynamicsModel& model, const Params& p, const OdeTheory& theory, const TheoryRun& run, RunOutput& out);
+void report_theory_events(const Bound& bound, const TheoryRun& run, RunOutput& out);
 
 /// Where `curve` starts: the seeds' mean of the finite runs' initial states (start=mean, the state
 /// simulate's mean starts from), replica 0's (start=replica), or the model's own initial state (the
@@ -113,7 +141,7 @@ struct CurveStart {
   Eigen::VectorXd x0;
   std::string description;
 };
-CurveStart curve_start(const DynamicsModel& model, const Params& p, const OdeTheory& theory, const DynamicsSettings& settings);
+CurveStart curve_start(const Bound& bound);
 
 /// The trajectory comparison of validate (all sizes).
 struct TrajectoryValidation {
@@ -127,7 +155,7 @@ struct TrajectoryValidation {
   nlohmann::json record;
   std::string summary;
 };
-TrajectoryValidation validate_trajectories(const DynamicsModel& model, const Params& p, RunContext& ctx);
+TrajectoryValidation validate_trajectories(const Bound& bound, RunContext& ctx);
 
 /// The drift check of validate.
 struct DriftValidation {
@@ -137,9 +165,13 @@ struct DriftValidation {
   nlohmann::json record;
   std::string summary;
 };
-DriftValidation validate_drift(const DynamicsModel& model, const Params& p, RunContext& ctx);
+DriftValidation validate_drift(const Bound& bound, RunContext& ctx);
 
-/// The commands derived from the declaration (curve, simulate, validate with mode=trajectory|drift).
+/// The commands derived from the declaration (curve, simulate, validate with mode=trajectory|drift),
+/// on the bound model; the forms with Params bind first.
+RunOutput dynamics_curve(const Bound& bound, RunContext& ctx);
+RunOutput dynamics_simulate(const Bound& bound, RunContext& ctx);
+RunOutput dynamics_validate(const Bound& bound, RunContext& ctx);
 RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext& ctx);
 RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunContext& ctx);
 RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunContext& ctx);

@@ -19,6 +19,7 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -174,47 +175,73 @@ struct DynamicsSettings {
   bool parallel_seeds = true;             ///< run seeds in parallel threads
 };
 
-/// What a dynamics model declares; add_dynamics_commands() (harness.hpp) derives its commands.
-struct DynamicsModel {
-  /// The theory at the parameters; `replica` selects an independent Monte Carlo sample set where the
-  /// theory samples expectations (0: the one `curve` uses).
-  std::function<std::unique_ptr<OdeTheory>(const Params&, int replica)> theory;
-  /// The theory's own initial state for `curve` (e.g. overlaps of a random initialisation at D).
-  std::function<Eigen::VectorXd(const Params&, const OdeTheory&)> initial_state;
-  /// One run of the finite system at `size` (D, or the step lr) for replica `seed` of the seed.
-  std::function<std::unique_ptr<FiniteSystem>(const Params&, double size, std::uint64_t seed)> system;
-  /// The harness settings the parameters ask for.
-  std::function<DynamicsSettings(const Params&)> settings;
+class Bound;     // harness.hpp: a model bound to one command's parameters
+struct Verdict;  // verdict.hpp
+
+/// A dynamics model at one configuration: what a model writes. Its constructor parses the
+/// command's parameters once into the model's typed `Config`; everything the harness builds comes
+/// from it (the settings, the layout, a theory per replica integrated, a finite system per run).
+/// add_dynamics_commands() (harness.hpp) derives curve, simulate and validate from it.
+class Dynamics {
+ public:
+  virtual ~Dynamics() = default;
+  /// The harness settings this configuration asks for (the harness reads them once and checks the
+  /// time rule).
+  virtual DynamicsSettings settings() const = 0;
+  /// The named order-parameter blocks of the state (the theory's and the finite system's).
+  virtual StateLayout layout() const = 0;
+  /// The theory; `replica` selects an independent Monte Carlo sample set where the theory samples
+  /// expectations (0: the one `curve` uses). The harness builds one per replica it integrates.
+  virtual std::unique_ptr<OdeTheory> theory(int replica) const = 0;
+  /// The theory's own initial state for `curve` (e.g. given overlaps, or a random initialisation at D).
+  virtual Eigen::VectorXd initial_state(const OdeTheory& theory) const = 0;
+  /// One run of the finite system at `size` (D, or the step lr) for replica `replica` of the seed.
+  virtual std::unique_ptr<FiniteSystem> system(double size, std::uint64_t replica) const = 0;
 
   // Optional.
   /// The events of the dynamics (a student leaving the plateau, a head specialising ...): zero
-  /// crossings of functions g(t, x) of the state, each declared once here. The theory's are located
-  /// between steps by hdat::integrate (curve reports them in run.json `events` and the summary);
-  /// a finite run's, which has no interpolant, between its observations (first_sampled_crossing).
-  std::function<std::vector<EventFunction>(const Params&)> events;
-  /// The event (one of `events`, by name) whose first crossing is the time a run leaves its plateau;
-  /// empty: none. Gives the escape times against log size, and by default ends validate's
-  /// comparison window (the D = ∞ flow from averaged overlaps has no such random time).
-  std::string escape_event;
+  /// crossings of functions g(t, x) of the state. The theory's are located between steps by
+  /// hdat::integrate (curve reports them in run.json `events` and the summary); a finite run's, which
+  /// has no interpolant, between its observations (first_sampled_crossing).
+  virtual std::vector<EventFunction> events() const { return {}; }
   /// The initial state of replica k's finite run, from its initial weights only (cheap): `curve`
   /// starts from the seeds' mean of these (the state simulate's mean starts from), or from one
-  /// replica with start=replica. Unset: `initial_state` alone.
-  std::function<Eigen::VectorXd(const Params&, std::uint64_t replica)> replica_initial_state;
+  /// replica with start=replica. None: `initial_state` alone.
+  virtual std::optional<Eigen::VectorXd> replica_initial_state(std::uint64_t /*replica*/) const { return std::nullopt; }
+  /// One line describing the configuration, for summaries ("softmax, H=2, F=2, L=4, eta=1").
+  virtual std::string describe() const { return ""; }
+  /// What is the model's own in a command's output (events, Bayes risk, pruning, its own checks ...):
+  /// called with the command's name ("curve", "simulate", "validate") and the output the core made;
+  /// for validate, a check of the model's own that fails is merged into `verdict`.
+  virtual void finish(const Bound& /*bound*/, const std::string& /*command*/, RunOutput& /*out*/, Verdict& /*verdict*/) const {}
+  /// The theory with its controllable parameters and exact derivatives (hdat/core/control.hpp), for
+  /// `hdat optimize`; null: the model offers no optimal protocols.
+  virtual std::unique_ptr<ControlledTheory> controlled() const { return nullptr; }
+};
+
+/// What a dynamics model declares once, whatever the configuration: how to bind it, and the facts
+/// about its keys and events that name things rather than compute them.
+struct DynamicsModel {
+  /// The model at the command's parameters (the model's Dynamics; hdat::dynamics_of<T> for a class
+  /// constructed from Params).
+  std::function<std::unique_ptr<const Dynamics>(const Params&)> bind;
+  /// The event (one of the Dynamics' events, by name) whose first crossing is the time a run leaves
+  /// its plateau; empty: none. Gives the escape times against log size, and by default ends
+  /// validate's comparison window (the D = ∞ flow from averaged overlaps has no such random time).
+  std::string escape_event;
   /// Keys that give the initial overlaps explicitly (Q0, R0 ...): when one is set, `curve` starts
   /// from `initial_state` whatever `start` says.
   std::vector<std::string> start_keys;
   /// Keys that change neither a simulation nor its seeds (theory-only keys), left out of the hash
   /// that names persisted seeds so that simulate and validate share finished runs.
   std::vector<std::string> theory_only_keys;
-  /// One line describing the configuration, for summaries ("softmax, H=2, F=2, L=4, eta=1").
-  std::function<std::string(const Params&)> describe;
-  /// What is the model's own in a command's output (events, Bayes risk, pruning ...): called with the
-  /// command's name ("curve", "simulate", "validate") and the output the core made, to add to it.
-  std::function<void(const Params&, const std::string& command, RunOutput& out)> finish;
-  /// The theory with its controllable parameters and exact derivatives (hdat/core/control.hpp), for
-  /// `hdat optimize`; unset: the model offers no optimal protocols.
-  std::function<std::unique_ptr<ControlledTheory>(const Params&)> controlled;
 };
+
+/// DynamicsModel::bind for a Dynamics class T constructed from the parameters.
+template <class T>
+std::function<std::unique_ptr<const Dynamics>(const Params&)> dynamics_of() {
+  return [](const Params& p) -> std::unique_ptr<const Dynamics> { return std::make_unique<const T>(p); };
+}
 
 // ---------------------------------------------------------------------------------------------------
 // State-evolution models: a fixed point over a control parameter α against finite-d estimators.

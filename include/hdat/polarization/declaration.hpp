@@ -16,11 +16,6 @@ namespace hdat::polarization {
 /// The declaration (one object, shared by every command).
 std::shared_ptr<const DynamicsModel> dynamics_model();
 
-/// The model's own additions to the core's commands: the instance, the asymptotics and events of a
-/// curve; the gradient-descent run of a simulation; for validate, the identities of every step and
-/// the drift check, which overrule the verdict when they fail, and the gap against the step.
-void finish_command(const Params& p, const std::string& command, RunOutput& out);
-
 /// The gap of every block against the step, from validate's record: lr, gap_BLOCK, order_BLOCK
 /// (log(gap(η)/gap(η/2)) / log 2; NaN at the largest step).
 Table convergence_table(const nlohmann::json& validation);

@@ -37,7 +37,7 @@ struct Attention {
   Aggregation aggregation = Aggregation::mean;
   int L = 0, H = 0;
   Eigen::VectorXd head_weight;  ///< c_h
-  Eigen::VectorXd logit_offset; ///< o_h, added to every logit of head h (Setup::logit_offset; set per state / per step)
+  Eigen::VectorXd logit_offset; ///< o_h, added to every logit of head h (Config::logit_offset; set per state / per step)
 
   Attention() = default;
   Attention(Activation act, Aggregation agg, int tokens, int heads)

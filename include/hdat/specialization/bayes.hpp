@@ -11,6 +11,6 @@ namespace hdat::specialization {
 double log_location_weight(const Prior& prior, const Eigen::Ref<const Eigen::VectorXd>& lambda);
 
 /// (Bayes risk, standard error) by Monte Carlo / QMC over the fields (discrete priors: exact sum over θ).
-std::pair<double, double> bayes_risk(const Setup& s, long samples, Sampling sampling, std::uint64_t seed, int threads = 0);
+std::pair<double, double> bayes_risk(const Config& s, long samples, Sampling sampling, std::uint64_t seed, int threads = 0);
 
 }  // namespace hdat::specialization

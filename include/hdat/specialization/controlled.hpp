@@ -11,7 +11,7 @@ namespace hdat::specialization {
 
 class SpecializationControlled final : public ControlledTheory {
  public:
-  SpecializationControlled(const Setup& setup, const FlowOptions& options);
+  SpecializationControlled(const Config& setup, const FlowOptions& options);
   const StateLayout& layout() const override { return flow_.layout(); }
   const std::vector<ControlSpec>& controls() const override { return controls_; }
   Eigen::VectorXd defaults() const override { return Eigen::VectorXd::Constant(1, flow_.setup().eta); }

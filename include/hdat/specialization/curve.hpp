@@ -64,10 +64,10 @@ Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::VectorXd&
 Eigen::VectorXd state_at(const Table& table, std::size_t row, const StateLayout& layout);
 
 /// The most negative eigenvalue of R − M Mᵀ over a curve's rows (0 when all are PSD).
-double worst_psd_violation(const Table& curve, const Setup& s);
+double worst_psd_violation(const Table& curve, const Config& s);
 
 /// What `hdat curve specialization` adds to the core's curve: Bayes risk, events, theory
-/// statistics, and the pruning analysis (prune=true).
-void add_curve_results(const Params& p, RunOutput& out);
+/// statistics, and the pruning analysis (prune=true); `flow` is the theory the curve integrated.
+void add_curve_results(const Params& p, const Config& s, const OrderParameterFlow& flow, RunOutput& out);
 
 }  // namespace hdat::specialization

@@ -11,8 +11,5 @@ namespace hdat::specialization {
 /// The declaration (one object, shared by every command).
 std::shared_ptr<const DynamicsModel> dynamics_model();
 
-/// The model's own additions to the core's commands: events, Bayes risk and pruning of a curve; the
-/// random streams and test set of a simulation.
-void finish_command(const Params& p, const std::string& command, RunOutput& out);
 
 }  // namespace hdat::specialization

@@ -39,7 +39,7 @@ struct Prior {
 };
 
 /// Everything the theory and the simulator share, parsed once from Params.
-struct Setup {
+struct Config {
   int D = 1000, L = 4, F = 2, H = 2;
   double eta = 0.5, noise = 0.1;  ///< learning rate η, label noise Δ
   int batch = 1;
@@ -69,23 +69,24 @@ struct Setup {
   StateLayout layout() const;
   /// The biases at state x: its block b when trained, otherwise the fixed `bias`.
   Eigen::VectorXd bias_in(const Eigen::VectorXd& x) const;
+  /// The configuration the parameters ask for (once per command: the bound model keeps it).
+  static Config from(const Params& p);
 };
 
 /// The model's parameters (spec "Parameters"), shared by curve, simulate, validate, analyze.
 const ParamSet& parameters();
 /// Cross-key checks (shapes of prior.*, M0, R0, bias ...); throws InputError naming the key.
 void check(const Params& p);
-Setup setup_from(const Params& p);
 Activation activation_from(const std::string& name);
 std::string activation_name(Activation a);
 
 /// Initial order parameters for the theory: M0/R0 when given; otherwise the overlaps of a random
 /// initialisation k_h ~ N(0, σ0² I_D) drawn at dimension D from `seed`, with their O(1/√D)
 /// fluctuations scaled by `asymmetry` (0: the exactly symmetric expected overlaps M = 0, R = σ0² I).
-void initial_overlaps(const Params& p, const Setup& s, Eigen::MatrixXd& M0, Eigen::MatrixXd& R0);
+void initial_overlaps(const Params& p, const Config& s, Eigen::MatrixXd& M0, Eigen::MatrixXd& R0);
 
 /// Pack (M, R) and, when the bias is trained, b (empty: s.bias) into a state vector of s.layout().
-Eigen::VectorXd pack_state(const Setup& s, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
+Eigen::VectorXd pack_state(const Config& s, const Eigen::MatrixXd& M, const Eigen::MatrixXd& R,
                            const Eigen::VectorXd& b = Eigen::VectorXd());
 
 

@@ -58,7 +58,7 @@ struct HeadGating {
 /// The theory of the model (hdat::OdeTheory): state x = (M, R[, b]) packed with setup.layout().
 class OrderParameterFlow : public OdeTheory {
  public:
-  OrderParameterFlow(const Setup& setup, const FlowOptions& options);
+  OrderParameterFlow(const Config& setup, const FlowOptions& options);
 
   /// dx/dt. An Odeint system.
   void operator()(const ConstVecRef& x, VecRef dxdt, double t) const override;
@@ -89,7 +89,7 @@ class OrderParameterFlow : public OdeTheory {
   HeadGating gating(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const;
   bool enumerated_prior() const { return !theta_from_sample_; }
 
-  const Setup& setup() const { return setup_; }
+  const Config& setup() const { return setup_; }
   const StateLayout& layout() const override { return layout_; }
   long evaluations_per_expectation() const;  ///< samples × head permutations × prior points
   int permutations() const { return static_cast<int>(perms_.size()); }
@@ -98,10 +98,10 @@ class OrderParameterFlow : public OdeTheory {
 
  private:
   /// The attention of the heads with overlaps R and biases b (their logit offsets; break_term=bias_logit drops b).
-  Attention attention_at(const Setup& setup, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const;
+  Attention attention_at(const Config& setup, const Eigen::MatrixXd& R, const Eigen::VectorXd& b) const;
   bool keeps_noise() const;     ///< false with break_term=eta2
   double bias_rate() const;     ///< η_b of the drift of b (0 unless train_bias)
-  Setup setup_;
+  Config setup_;
   FlowOptions options_;
   StateLayout layout_;
   std::shared_ptr<GaussianSampleSet> samples_;

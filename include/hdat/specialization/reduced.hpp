@@ -32,7 +32,7 @@ class ReducedOnlineSGD final : public FiniteSystem {
  public:
   /// One run at dimension D from the full engine's initial weights (the same named streams: the same
   /// initial overlaps for a seed); the steps draw from the training stream.
-  ReducedOnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test = {},
+  ReducedOnlineSGD(const Config& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test = {},
                    Reduction reduction = {});
   void step();
   void advance_to(double t) override;
@@ -58,7 +58,7 @@ class ReducedOnlineSGD final : public FiniteSystem {
   // step makes of them.
   Step draw_step(rng::Engine& engine);
 
-  Setup s_;
+  Config s_;
   TestOptions test_;
   Reduction reduction_;
   int D_;

@@ -28,19 +28,19 @@ struct TestOptions {
 /// orthonormal basis of the span of the weights (the other coordinates of a Gaussian token enter
 /// nothing): fields [χ, z] = uᵀP (P: r × (H + 1)), the signal token adds S θ (S: r × F). The law of
 /// D-dimensional test sequences at L·r draws each; mean and its standard error. Both engines use it.
-std::pair<double, double> projected_test_risk(const Setup& s, const Attention& att, const Eigen::MatrixXd& P, const Eigen::MatrixXd& S,
+std::pair<double, double> projected_test_risk(const Config& s, const Attention& att, const Eigen::MatrixXd& P, const Eigen::MatrixXd& S,
                                               long n, rng::Engine& test);
 
 /// The model's finite-dimensional system (hdat::FiniteSystem): state (M, R[, b]) as in the theory,
 /// observables the test risk (with its standard error) and the value overlaps v_h = k_h·v*/D.
-/// The biases b_h offset the logits (Setup::logit_offset); with train_bias each step also moves them,
+/// The biases b_h offset the logits (Config::logit_offset); with train_bias each step also moves them,
 /// b_h ← b_h − (η_b/D) ∂loss/∂b_h = b_h + (η_b/(D B)) Σ_b (y − ŷ) Σ_ℓ G_hℓ.
 class OnlineSGD : public FiniteSystem {
  public:
   using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
   /// One independent run: teacher, student initialisation and data streams come from (seed, replica).
-  OnlineSGD(const Setup& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test = {});
+  OnlineSGD(const Config& setup, int D, std::uint64_t seed, std::uint64_t replica, TestOptions test = {});
 
   /// One SGD step on `batch` fresh samples.
   void step();
@@ -99,7 +99,7 @@ class OnlineSGD : public FiniteSystem {
   // bias_update_ = that of the biases (η_b/(D B)) Σ_b (y − ŷ) Σ_ℓ G_hℓ (zero unless train_bias).
   void accumulate_update();
 
-  Setup s_;
+  Config s_;
   TestOptions test_;
   int D_;
   double sqrtD_;

@@ -21,7 +21,7 @@ namespace hdat::specialization {
 struct Coordinates {
   int H = 0, F = 0;
   bool bias = false;  ///< b is a coordinate (train_bias)
-  static Coordinates of(const Setup& s) { return {s.H, s.F, s.train_bias}; }
+  static Coordinates of(const Config& s) { return {s.H, s.F, s.train_bias}; }
   int size() const { return H * F + H * (H + 1) / 2 + (bias ? H : 0); }
   Eigen::VectorXd pack(const Eigen::MatrixXd& M, const Eigen::MatrixXd& R, const Eigen::VectorXd& b = Eigen::VectorXd()) const;
   void unpack(const Eigen::VectorXd& x, Eigen::MatrixXd& M, Eigen::MatrixXd& R) const;

@@ -16,8 +16,8 @@ using namespace hdat::committee;
 using namespace committee_test;
 
 namespace {
-Setup four_units() {
-  Setup s = committee_test::setup(4, 4);
+Config four_units() {
+  Config s = committee_test::setup(4, 4);
   s.eta = 0.8;
   s.eta_v = 0.5;
   s.train_v = true;
@@ -38,7 +38,7 @@ Setup four_units() {
 constexpr int kSeeds = 64;
 
 TEST_CASE("thorough: RMS gap ~ N^(-1/2) over N = 250..4000 (64 seeds)") {
-  Setup s = committee_test::setup(2, 2);
+  Config s = committee_test::setup(2, 2);
   s.eta = 1.0;
   s.train_v = true;
   s.noise = 0.3;
@@ -63,7 +63,7 @@ TEST_CASE("thorough: RMS gap ~ N^(-1/2) over N = 250..4000 (64 seeds)") {
 }
 
 TEST_CASE("thorough: K = M = 4, Gaussian teacher, every term: drift and trajectories agree, broken terms disagree") {
-  const Setup s = four_units();
+  const Config s = four_units();
   OnlineSGD sim(s, 2000, 5, 0, 0);
   const OnlineSGD start = sim;
   sim.advance_to(10.0);
@@ -77,7 +77,7 @@ TEST_CASE("thorough: K = M = 4, Gaussian teacher, every term: drift and trajecto
   CHECK(c.agree);
   MESSAGE(fmt::format("trajectories: max |mean gap|/se {:.2f}, RMS {:.2e}", c.max_z, c.rms));
   for (const std::string& term : s.active_terms()) {
-    Setup b = s;
+    Config b = s;
     b.broken_term = term;
     // The drift check at t = 10 and at t = 0; caught at one at least, since a term can be small at one
     // state (the second layer's drift near its optimum: tests/committee/test_validate.cpp).
