@@ -61,8 +61,8 @@ endfunction()
 set(hdat_pch_headers <algorithm> <array> <chrono> <cmath> <cstdint> <filesystem> <fstream> <functional> <limits> <map>
     <memory> <numeric> <optional> <set> <sstream> <stdexcept> <string> <vector>
     <Eigen/Dense> <nlohmann/json.hpp> <fmt/format.h> <boost/random/mersenne_twister.hpp> <boost/random/normal_distribution.hpp>)
-# Targets that add headers of their own to their precompiled header (the program: CLI11, 10 s a unit).
-set(hdat_pch_extra_hdat <CLI/CLI.hpp>)
+# Targets that add headers of their own to their precompiled header (the command-line front end: CLI11, 10 s a unit).
+set(hdat_pch_extra_hdat_cli <CLI/CLI.hpp>)
 
 function(hdat_apply_build_flags)
   hdat_compiled_targets(targets)
