@@ -40,7 +40,7 @@ foreach(f include/hdat/core/integrate.hpp include/hdat/core/exit_code.hpp includ
 endforeach()
 file(READ ${prefix}/lib/cmake/hdat/hdatTargets.cmake targets)
 foreach(t hdat::core hdat::settings hdat::models hdat::validation_specialization hdat::validation_polarization
-          hdat::validation_tied_attention hdat::validation_geometry hdat::validation_attention_sinks
+          hdat::validation_tied_attention hdat::validation_geometry hdat::validation_sinks
           hdat::validation_committee hdat::app hdat::cli)
   if(NOT targets MATCHES "add_library\\(${t} ")
     fail("the package does not export ${t}")

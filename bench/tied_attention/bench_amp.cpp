@@ -13,7 +13,7 @@
 #include "hdat/tied_attention/state_evolution.hpp"
 
 using namespace hdat;
-using namespace hdat::tied;
+using namespace hdat::tied_attention;
 
 namespace {
 // CPU time of this thread: the shared 2-core machine runs other jobs, so wall time overstates the

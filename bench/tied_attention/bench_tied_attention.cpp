@@ -11,7 +11,7 @@
 #include "hdat/tied_attention/attention_erm.hpp"
 #include "hdat/tied_attention/sensing.hpp"
 
-using namespace hdat::tied;
+using namespace hdat::tied_attention;
 
 namespace {
 // Median-free simple timing: repeat until at least `min_s` seconds, report seconds per call.

@@ -46,6 +46,7 @@ const hdat::ParamSet& parameters() {
         .real_matrix("Q0", nullptr, "curve: initial student overlaps (with R0)");
     hdat::declare_standard_keys(p, standard_defaults());
     hdat::declare_break_term(p, {"eta", "eta2"});
+    p.theory_only({"R0", "Q0"});  // the theory's start: no finite run changes (the simulation hash)
     return p;
   }();
   return set;
@@ -276,7 +277,6 @@ hdat::ModelEntry entry() {
   auto model = std::make_shared<hdat::DynamicsModel>();
   model->bind = hdat::dynamics_of<Dynamics>();
   model->start_keys = {"R0", "Q0"};
-  model->theory_only_keys = {"R0", "Q0", "break_term"};
   hdat::add_dynamics_commands(e, model);
   e.default_observables = {"final:eps"};
   e.command_observables["simulate"] = {"final:eps"};

@@ -260,52 +260,84 @@ void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsMode
 }
 
 ParamSet& declare_standard_keys(ParamSet& set, const StandardDefaults& d) {
-  set.real("t_max", d.t_max, "final time of curve and simulation", Range::positive())
+  const auto not_listed = [](const Params& q) { return !q.has("t_points"); };
+  std::vector<std::string> starts = {"mean", "replica"};
+  std::string start_doc =
+      "curve: start from the seeds' mean of the finite runs' initial overlaps (what simulate's mean starts from), or from replica 0's "
+      "(one draw)";
+  if (d.start_draw) {
+    starts.push_back("draw");
+    start_doc += ", or from the theory's own draw of the initial overlaps at the size " + d.size_key;
+  }
+  // Keys marked theory_only choose what is computed or compared, not how a finite run goes.
+  set.real("t_max", d.t_max, "final time of curve and simulation (with t_points: at or past the last time; left out, the last time)",
+           Range::positive())
       .real_list("t_points", nullptr,
                  "observation times, strictly increasing, in [0, t_max] (the initial state is at t = 0 whatever the first time; "
                  "default: 0 and n_points log-spaced times up to t_max)",
                  Range::nonnegative())
       .integer("n_points", d.n_points, "number of log-spaced observation times when t_points is not given", Range::between(2, 100000))
+      .when("t_points is not given", not_listed, {"t_points"})
       .real("rtol", d.rtol, "relative tolerance of the adaptive integrator", Range::positive())
+      .theory_only()
       .real("atol", d.atol, "absolute tolerance of the adaptive integrator", Range::positive())
+      .theory_only()
       .choice("stepper", "dopri5", stepper_names(), "Odeint stepper")
+      .theory_only()
       .integer("seed", 0, "seed of every random stream", Range::at_least(0))
-      .choice("start", "mean", {"mean", "replica"},
-              "curve: start from the seeds' mean of the finite runs' initial overlaps (what simulate's mean starts from), or from "
-              "replica 0's (one draw)")
+      .choice("start", "mean", starts, start_doc)
+      .theory_only()
       .integer("seeds", d.seeds, "independent simulation runs (replicas 0..seeds-1 of the seed)", Range::between(1, 100000))
+      .theory_only()
       .int_list("dims", nlohmann::json(d.dims), "validate: sizes " + d.size_key + " of the finite-size study", Range::between(2, d.max_size))
+      .theory_only()
       .choice("mode", "trajectory", {"trajectory", "drift"},
               "validate: compare whole trajectories, or the one-step drift of every order parameter term by term")
+      .theory_only()
       .real("false_alarm", d.false_alarm,
             "validate: the probability that a right theory is called DISAGREE, over all compared points together "
             "(Student-t critical values, Bonferroni; docs/validation.md)",
             Range::open_between(0, 1))
+      .theory_only()
       .real("detectable", d.detectable,
             "validate: UNDECIDED (exit 5) unless a deviation of this fraction of the block's scale would be caught at every "
             "compared point",
             Range::positive())
+      .theory_only()
       .retire("tolerance", criterion_keys_instead())
       .real("rel_tolerance", d.rel_tolerance,
             "validate: deviations below this fraction of the block's scale always pass (finite-size bias allowance)", Range::nonnegative())
+      .when_in("mode", {"trajectory"})
+      .theory_only()
       .real("t_compare", -1.0, "validate: compare trajectories up to this time (-1: up to the first plateau escape, or t_max)")
-      .integer("theory_replicas", 1, "validate: independent theory sample sets (their spread is the theory's sampling error)",
+      .when_in("mode", {"trajectory"})
+      .theory_only()
+      .integer("theory_replicas", d.theory_replicas, "validate: independent theory sample sets (their spread is the theory's sampling error)",
                Range::between(1, 64))
+      .when_in("mode", {"trajectory"})
+      .theory_only()
       .integer("drift_samples", d.drift_samples, "validate mode=drift: one-step increments averaged per check", Range::at_least(10))
+      .when_in("mode", {"drift"})
+      .theory_only()
       .real_list("drift_times", nlohmann::json(d.drift_times), "validate mode=drift: times along a run at which the drift is checked",
-                 Range::nonnegative());
+                 Range::nonnegative())
+      .when_in("mode", {"drift"})
+      .theory_only();
   return set;
+}
+
+std::vector<double> standard_times(const Params& p) {
+  if (p.has("t_points")) {
+    const Eigen::VectorXd t = p.vector("t_points");
+    return {t.data(), t.data() + t.size()};  // as given: Bound refuses an unsorted list
+  }
+  const double t_max = p.real("t_max");
+  return log_spaced(t_max * 1e-3, t_max, static_cast<int>(p.integer("n_points")), true);
 }
 
 DynamicsSettings standard_settings(const Params& p, const StandardDefaults& d, const StateLayout& layout) {
   DynamicsSettings s;
-  if (p.has("t_points")) {
-    const Eigen::VectorXd t = p.vector("t_points");
-    s.times.assign(t.data(), t.data() + t.size());  // as given: Bound refuses an unsorted list
-  } else {
-    const double t_max = p.real("t_max");
-    s.times = log_spaced(t_max * 1e-3, t_max, static_cast<int>(p.integer("n_points")), true);
-  }
+  s.times = standard_times(p);
   s.integrate.rtol = p.real("rtol");
   s.integrate.atol = p.real("atol");
   s.integrate.stepper = stepper_from_name(p.text("stepper"));

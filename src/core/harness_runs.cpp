@@ -142,11 +142,10 @@ Table ensemble_mean(const std::vector<Table>& runs) {
 
 std::string simulation_hash(const Bound& bound, double size) {
   nlohmann::json j = bound.params().flat();
-  // The harness's own keys: they choose what is compared, not how a run goes.
-  for (const char* k : {"dims", "mode", "tolerance", "false_alarm", "detectable", "rel_tolerance", "t_compare", "drift_samples", "drift_times", "theory_replicas",
-                        "seeds", "rtol", "atol", "stepper", "break_term", "start"})
-    j.erase(k);
-  for (const auto& k : bound.model().theory_only_keys) j.erase(k);
+  // What the declaration says changes no finite run (theory-only keys, the harness's keys that choose
+  // what is compared): ParamSet::theory_only.
+  for (const ParamSpec& spec : bound.params().set().specs())
+    if (!spec.changes_simulation) j.erase(spec.key);
   j["size"] = size;
   return fmt::format("{:016x}", std::hash<std::string>{}(j.dump()));
 }

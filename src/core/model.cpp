@@ -67,8 +67,9 @@ nlohmann::json FixedPointReport::to_json() const {
 ParamSet& declare_break_term(ParamSet& set, const std::vector<std::string>& terms) {
   std::vector<std::string> choices = {"none"};
   choices.insert(choices.end(), terms.begin(), terms.end());
-  return set.choice("break_term", "none", choices,
-                    "TESTING ONLY: break one term of the theory so that validate must disagree (none: the correct theory)");
+  return set
+      .choice("break_term", "none", choices, "TESTING ONLY: break one term of the theory so that validate must disagree (none: the correct theory)")
+      .theory_only();
 }
 
 }  // namespace hdat

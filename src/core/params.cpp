@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "hdat/core/params.hpp"
 
 #include <fmt/format.h>
@@ -135,6 +136,21 @@ ParamSet& ParamSet::condition(const std::string& key, std::string condition, std
       return *this;
     }
   throw std::logic_error("ParamSet::condition: parameter not declared: " + key);
+}
+
+ParamSet& ParamSet::theory_only() {
+  if (specs_.empty()) throw std::logic_error("ParamSet::theory_only: no parameter declared yet");
+  specs_.back().changes_simulation = false;
+  return *this;
+}
+
+ParamSet& ParamSet::theory_only(const std::vector<std::string>& keys) {
+  for (const auto& key : keys) {
+    auto it = std::find_if(specs_.begin(), specs_.end(), [&](const ParamSpec& s) { return s.key == key; });
+    if (it == specs_.end()) throw std::logic_error("ParamSet::theory_only: parameter not declared: " + key);
+    it->changes_simulation = false;
+  }
+  return *this;
 }
 
 ParamSet& ParamSet::merge(const ParamSet& other) {

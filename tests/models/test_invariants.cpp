@@ -252,3 +252,23 @@ TEST_CASE("an output folder is checked before any work, and holds one run") {
                                            .dump());
   CHECK_NOTHROW(app::prepare_output(used, model, command, p, false));
 }
+
+// The hash that names persisted seeds comes from the declaration (ParamSet::theory_only): a key that
+// chooses what is compared leaves it alone, so simulate and validate share finished runs; a key that
+// changes a run (the seed) changes it.
+TEST_CASE("every dynamics model: the simulation hash follows the declaration") {
+  for (const Case& c : dynamics_models()) {
+    CAPTURE(c.entry->name);
+    const Params base = small_settings(c, {0.0, 1.0});
+    const double size = Bound(*c.entry->dynamics, base).settings().simulate_size;
+    const std::string hash = simulation_hash(Bound(*c.entry->dynamics, base), size);
+    for (const ParamSpec& spec : c.entry->params.specs())
+      if (spec.key == "false_alarm" || spec.key == "rtol" || spec.key == "mode") CHECK(!spec.changes_simulation);
+    if (c.entry->params.find("false_alarm")) {
+      const Params other = small_settings(c, {0.0, 1.0}, {{"false_alarm", 0.02}});
+      CHECK(simulation_hash(Bound(*c.entry->dynamics, other), size) == hash);
+    }
+    const Params reseeded = small_settings(c, {0.0, 1.0}, {{"seed", 7}});
+    CHECK(simulation_hash(Bound(*c.entry->dynamics, reseeded), size) != hash);
+  }
+}

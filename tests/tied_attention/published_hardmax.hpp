@@ -10,7 +10,7 @@
 #include "hdat/tied_attention/bayes_channel.hpp"
 #include "hdat/tied_attention/state_evolution.hpp"
 
-namespace hdat::tied::published {
+namespace hdat::tied_attention::published {
 
 inline constexpr double kPublishedAlpha = 1.0026943806941764, kPublishedMmse = 0.3145479907003841;
 
@@ -88,4 +88,4 @@ double se_fixed_point(const StateEvolution& se, double alpha, Info&& info) {
   return v;
 }
 
-}  // namespace hdat::tied::published
+}  // namespace hdat::tied_attention::published

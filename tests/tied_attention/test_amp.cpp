@@ -20,7 +20,7 @@
 #include "hdat/tied_attention/thresholds.hpp"
 
 using namespace hdat;
-using namespace hdat::tied;
+using namespace hdat::tied_attention;
 
 namespace {
 

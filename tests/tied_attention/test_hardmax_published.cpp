@@ -22,9 +22,9 @@
 #include "hdat/tied_attention/teacher.hpp"
 
 using namespace hdat;
-using namespace hdat::tied;
+using namespace hdat::tied_attention;
 
-using namespace hdat::tied::published;
+using namespace hdat::tied_attention::published;
 
 
 TEST_CASE("hardmax score: hdat's equals finite differences of log P(y | omega) (independent quadrature); the published one does not") {

@@ -8,7 +8,7 @@
 #include "hdat/tied_attention/linear_t1.hpp"
 #include "hdat/tied_attention/thresholds.hpp"
 
-using namespace hdat::tied;
+using namespace hdat::tied_attention;
 
 namespace {
 LinearProblem wishart_problem(double k0, double noise, double lambda, LawMethod m = LawMethod::automatic) {

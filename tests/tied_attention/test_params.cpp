@@ -9,7 +9,7 @@
 #include "hdat/tied_attention/model.hpp"
 
 using namespace hdat;
-using namespace hdat::tied;
+using namespace hdat::tied_attention;
 
 namespace {
 std::string refusal(const nlohmann::json& config) {

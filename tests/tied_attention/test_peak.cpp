@@ -18,7 +18,7 @@
 #include "hdat/tied_attention/target.hpp"
 
 using namespace hdat;
-using namespace hdat::tied;
+using namespace hdat::tied_attention;
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include "hdat/tied_attention/sensing.hpp"
 
 using namespace hdat;
-using namespace hdat::tied;
+using namespace hdat::tied_attention;
 
 namespace {
 SensingData small_data(int d, double alpha, std::uint64_t seed, double noise = 0.1) {

@@ -14,7 +14,7 @@
 #include "hdat/tied_attention/declaration.hpp"
 
 using namespace hdat;
-using namespace hdat::tied;
+using namespace hdat::tied_attention;
 
 namespace {
 struct Case {

@@ -9,7 +9,7 @@
 #include "hdat/tied_attention/spectrum.hpp"
 #include "hdat/tied_attention/thresholds.hpp"
 
-using namespace hdat::tied;
+using namespace hdat::tied_attention;
 
 TEST_CASE("vector Gauss-Kronrod integrates known integrals to the requested accuracy") {
   QuadratureOptions o;

@@ -142,6 +142,8 @@ ParamSet parameters() {
       .choice("claim", "polarization", {"order", "polarization", "square", "regression", "normalizations", "tied", "sign"},
               "analyze: which claim of the paper to reproduce (see docs/polarization.md)");
   declare_break_term(p, {"replicator_sign"});
+  // Neither a gradient-descent run nor its instance depends on these (the simulation hash).
+  p.theory_only({"stepper", "rtol", "atol", "log_time", "halvings", "tolerance", "min_order", "mode", "drift_times", "figures", "claim"});
   return p;
 }
 

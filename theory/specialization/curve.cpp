@@ -114,15 +114,7 @@ std::vector<PruneRow> prune_heads(const OrderParameterFlow& flow, const Eigen::M
   return rows;
 }
 
-std::vector<double> observation_times(const Params& p) {
-  if (p.has("t_points")) {
-    std::vector<double> t;
-    for (Eigen::Index i = 0; i < p.vector("t_points").size(); ++i) t.push_back(p.vector("t_points")(i));
-    return t;
-  }
-  const double tmax = p.real("t_max");
-  return log_spaced(tmax * 1e-3, tmax, static_cast<int>(p.integer("n_points")), true);
-}
+std::vector<double> observation_times(const Params& p) { return standard_times(p); }
 
 FlowOptions flow_options(const Params& p, int threads) {
   FlowOptions o;

@@ -8,6 +8,7 @@
 #include <boost/random/uniform_01.hpp>
 
 #include "hdat/core/error.hpp"
+#include "hdat/core/harness.hpp"
 #include "hdat/core/model.hpp"
 #include "hdat/core/random.hpp"
 #include "hdat/core/verdict.hpp"
@@ -133,6 +134,23 @@ const char* kBiasCondition =
 
 }  // namespace
 
+StandardDefaults standard_defaults() {
+  StandardDefaults d;
+  d.t_max = 100;
+  d.n_points = 120;
+  d.rtol = 1e-6;
+  d.atol = 1e-9;
+  d.seeds = 8;
+  d.dims = {250, 500, 1000, 2000};
+  d.rel_tolerance = 0.05;
+  d.theory_replicas = 4;
+  d.drift_samples = 4000;
+  d.drift_times = {0, 5, 20};
+  d.size_key = "D";
+  d.start_draw = true;
+  return d;
+}
+
 const ParamSet& parameters() {
   static const ParamSet set = [] {
     ParamSet p;
@@ -182,36 +200,15 @@ const ParamSet& parameters() {
               "initialisation at dimension D; 0: exactly symmetric heads, which the D = infinity flow never leaves)",
               Range::between(0, 1))
         .when("M0 and R0 are not given (they fix the initial overlaps)", [](const Params& q) { return !q.has("M0"); }, {"M0"})
-        .integer("seed", 0, "seed of every random stream (initial asymmetry, theory samples, simulation)", Range::at_least(0))
-        .choice("start", "mean", {"mean", "replica", "draw"},
-                "curve: start from the seeds' mean of the simulation's initial overlaps (what simulate's mean starts from), from "
-                "replica 0's, or from the theory's own draw at dimension D scaled by `asymmetry`")
-        .when("M0 and R0 are not given (they fix the initial overlaps)", [](const Params& q) { return !q.has("M0"); }, {"M0"})
-        // Time grid.
-        .real("t_max", 100.0, "final time t = steps / D (with t_points: at or past the last time; left out, the last time)",
-              Range::positive())
-        .real_list("t_points", nullptr,
-                   "observation times, strictly increasing, in [0, t_max] (the initial state is at t = 0 whatever the first time; "
-                   "default: 0 and n_points log-spaced times up to t_max)",
-                   Range::nonnegative())
-        .integer("n_points", 120, "number of log-spaced observation times when t_points is not given", Range::between(2, 100000))
-        .when("t_points is not given", [](const Params& q) { return !q.has("t_points"); }, {"t_points"})
         // Theory numerics.
         .any("schedule", nullptr,
              "a schedule of eta over time: a schedule.json written by hdat optimize (or that JSON object); overrides eta")
         .integer("mc_samples", 20000, "Gaussian samples of the theory's expectations (common random numbers)", Range::at_least(64))
         .choice("sampling", "sobol", {"sobol", "mc"}, "sample set: randomised Sobol (QMC) or plain Monte Carlo")
-        .real("rtol", 1e-6, "relative tolerance of the adaptive integrator", Range::positive())
-        .real("atol", 1e-9, "absolute tolerance of the adaptive integrator", Range::positive())
-        .choice("stepper", "dopri5", {"dopri5", "rkf78", "cash_karp54", "rosenbrock4"}, "Odeint stepper")
         .real("split_threshold", 0.1,
               "a head has specialised when its row M_h is this far (Euclidean) from the mean row of all heads", Range::positive())
         .boolean("prune", false, "curve: add the pruning analysis (risk after removing heads) of the final state")
         // Simulation.
-        .integer("seeds", 8,
-                 "simulate, validate, analyze: independent simulation runs (replicas 0, 1, ... of the seed: their own teacher, "
-                 "initialisation and data streams)",
-                 Range::between(1, 100000))
         .integer("test_size", 10000, "simulate, validate, analyze: fresh test sequences per seed and time for the simulated risk",
                  Range::at_least(1))
         .choice("engine", "reduced", {"reduced", "full"},
@@ -222,35 +219,6 @@ const ParamSet& parameters() {
                 "test sequences: drawn in span(K*, v*, keys) only (exactly the same law, L(F+1+H) draws each) or as full "
                 "D-dimensional tokens")
         .when_in("engine", {"full"})
-        // Validation.
-        .int_list("dims", json::array({250, 500, 1000, 2000}), "validate, analyze: dimensions D of the finite-size study", Range::between(2, 1e7))
-        .choice("mode", "trajectory", {"trajectory", "drift"},
-                "validate: compare whole trajectories, or the one-step drift of every order parameter term by term")
-        .real("false_alarm", 0.01,
-              "validate: the probability that a right theory is called DISAGREE, over all compared points together "
-              "(Student-t critical values, Bonferroni; docs/validation.md)",
-              Range::open_between(0, 1))
-        .real("detectable", 0.1,
-              "validate: UNDECIDED (exit 5) unless a deviation of this fraction of the scale would be caught at every compared point",
-              Range::positive())
-        .retire("tolerance", criterion_keys_instead())
-        .real("rel_tolerance", 0.05,
-              "validate: deviations below this fraction of the quantity's scale always pass (finite-D bias allowance)",
-              Range::nonnegative())
-        .when_in("mode", {"trajectory"})
-        .real("t_compare", -1.0,
-              "validate: compare trajectories up to this time (-1: up to the first plateau escape of the simulation, or t_max)")
-        .when_in("mode", {"trajectory"})
-        .integer("theory_replicas", 4,
-                 "validate: the theory is integrated on this many independent sample sets; their spread is the theory's "
-                 "Monte Carlo error",
-                 Range::between(1, 64))
-        .when_in("mode", {"trajectory"})
-        .integer("drift_samples", 4000, "validate mode=drift: independent one-step increments per configuration", Range::at_least(10))
-        .when_in("mode", {"drift"})
-        .real_list("drift_times", json::array({0.0, 5.0, 20.0}), "validate mode=drift: times along a simulation at which drifts are checked",
-                   Range::nonnegative())
-        .when_in("mode", {"drift"})
         // hdat analyze.
         .choice("analysis", "stability", {"stability", "activations"},
                 "analyze: linear stability of the unspecialized phase | the activations compared at one setting (final risk "
@@ -269,6 +237,10 @@ const ParamSet& parameters() {
              "is every head's; an optional \"name\"); default: softmax, softmax1 (mean; sum with b = 0, b = -3, trained b; "
              "mean with trained b), bayes")
         .when_in("analysis", {"activations"});
+    declare_standard_keys(p, standard_defaults());
+    p.condition("start", "M0 and R0 are not given (they fix the initial overlaps)", [](const Params& q) { return !q.has("M0"); }, {"M0"});
+    // The theory's own numerics, start and analyses: no finite run changes (the simulation hash).
+    p.theory_only({"mc_samples", "sampling", "t_relax", "compare", "stages", "prune", "split_threshold", "M0", "R0", "asymmetry"});
     declare_break_term(p, {"eta2", "sign_gg", "bias_sign", "bias_logit"});
     p.condition("break_term",
                 "break_term is not bias_sign or bias_logit, or the bias they break acts: bias_sign (the sign of the bias's drift) "

@@ -9,7 +9,7 @@
 
 #include "hdat/core/error.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 namespace {
 
@@ -318,4 +318,4 @@ SampledInformation sampled_information(int T, BayesChannel ch, double beta0, dou
   return r;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

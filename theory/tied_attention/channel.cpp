@@ -5,7 +5,7 @@
 
 #include "hdat/core/error.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 namespace {
 
@@ -264,4 +264,4 @@ SampleSideResult SampleSide::evaluate(double alpha, double Sigma, double m, doub
   return r;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -5,7 +5,7 @@
 
 #include "hdat/core/error.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 PriorSide::Out PriorSide::evaluate(double qhat, double mhat, double Sigmahat) const {
   if (!(mhat > 0) || !(qhat >= 0) || !(Sigmahat > 0) || !std::isfinite(qhat + mhat + Sigmahat))
@@ -218,4 +218,4 @@ std::vector<FixedPointState> GeneralSolver::curve(const std::vector<double>& alp
   return out;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

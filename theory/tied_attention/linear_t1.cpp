@@ -9,7 +9,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/roots.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 
 nlohmann::json FixedPointState::to_json() const {
@@ -289,4 +289,4 @@ std::vector<FixedPointState> LinearT1Solver::curve(const std::vector<double>& al
   return out;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

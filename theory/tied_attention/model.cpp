@@ -6,7 +6,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/verdict.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 namespace {
 // Where the keys of the sampled channel and of the iterative solver apply.
@@ -208,4 +208,4 @@ QuadratureOptions quadrature_options(const Params& p) {
   return o;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

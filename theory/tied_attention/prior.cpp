@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 JValues j_values(const SpectralLaw& law, double t, const QuadratureOptions& opt) {
   JValues r;
@@ -78,4 +78,4 @@ JValues j_values_wishart_delta0(const WishartTarget& target, double t, const Qua
   return r;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

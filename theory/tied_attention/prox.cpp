@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 SymLayout::SymLayout(int T) : T_(T), K_(T * (T + 1) / 2), idx_(T, T) {
   int e = 0;
@@ -228,4 +228,4 @@ GlobalProxResult prox_global(const SymLayout& L, Channel ch, double beta, double
   return g;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -9,7 +9,7 @@
 #include "hdat/tied_attention/spectral_law.hpp"
 #include "hdat/core/progress.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 
 RieDenoiser::RieDenoiser(std::shared_ptr<const TargetLaw> prior, RieOptions options)
@@ -107,4 +107,4 @@ double spectral_divergence(const Eigen::VectorXd& lambda, const Eigen::VectorXd&
   return div;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

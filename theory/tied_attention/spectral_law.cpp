@@ -9,7 +9,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/constants.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 namespace {
 
@@ -382,4 +382,4 @@ std::unique_ptr<SpectralLaw> make_law(const std::shared_ptr<const TargetLaw>& ta
   return std::make_unique<SubordinatedLaw>(target, delta);
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 double learned_density(const SpectralLaw& law, double t, double eta, double x) {
   if (!(x > 0)) return 0.0;
@@ -120,4 +120,4 @@ ErrorDecomposition decompose_error(const SpectralLaw& law, double t, double eta,
   return e;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

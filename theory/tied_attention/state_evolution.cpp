@@ -6,7 +6,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/tied_attention/prior.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 void StateEvolutionOptions::validate() const {
   if (!prior) throw InputError("target", "the state evolution needs the target's spectral law");
@@ -97,4 +97,4 @@ StateEvolutionRun StateEvolution::run(double alpha, int steps) const {
   return r;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

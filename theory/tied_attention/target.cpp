@@ -9,7 +9,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/constants.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 namespace {
 }
@@ -235,4 +235,4 @@ std::vector<double> power_law_eigenvalues(int d, double kappa0, double gamma, do
   return s;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -10,7 +10,7 @@
 #include "hdat/tied_attention/state_evolution.hpp"
 #include "hdat/core/roots.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 
 double constraint_factor(int T) {
@@ -201,4 +201,4 @@ std::vector<BayesPoint> bayes_optimal_curve(const std::shared_ptr<const TargetLa
   return out;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

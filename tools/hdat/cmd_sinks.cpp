@@ -18,7 +18,7 @@
 #include "hdat/core/exit_code.hpp"
 #include "hdat/core/output.hpp"
 #include "hdat/core/plot.hpp"
-#include "hdat/attention_sinks/study.hpp"
+#include "hdat/sinks/study.hpp"
 #include "hdat/core/progress.hpp"
 #include "hdat/core/registry.hpp"
 #include "hdat/sweep/sweep.hpp"
@@ -204,7 +204,7 @@ ExtraCommand sinks_command(CLI::App& app) {
   sub->add_flag("--figures-only", args.figures_only, "only draw the figures of the existing folder --out");
   sub->add_flag("--protocol", args.protocol,
                 "the paper's protocol: a resumable sweep of kinds x heads x lr x seeds in the figure's setting, pooled "
-                "into DIR/protocol.csv (see docs/attention-sinks.md)");
+                "into DIR/protocol.csv (see docs/sinks.md)");
   sub->add_option("--grid", args.grid, "with --protocol: replace an axis (e.g. 'seed=[0]') or add one; repeatable")
       ->allow_extra_args(false);
   return {sub, [] { return run_sinks(args); }};

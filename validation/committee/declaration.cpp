@@ -113,6 +113,7 @@ const ParamSet& parameters() {
            "end of validate's window)",
            Range::positive());
     declare_standard_keys(p, standard_defaults());
+    p.theory_only({"Q0", "R0", "T0", "split_threshold"});  // the theory's start and its event: no finite run changes
     return p;
   }();
   return set;
@@ -139,7 +140,6 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
     m->bind = dynamics_of<Committee>();
     m->escape_event = "escape_time";
     m->start_keys = {"Q0", "R0", "T0"};
-    m->theory_only_keys = {"Q0", "R0", "T0", "split_threshold", "break_term"};
     return m;
   }();
   return model;

@@ -187,7 +187,6 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
   static const std::shared_ptr<const DynamicsModel> model = [] {
     auto m = std::make_shared<DynamicsModel>();
     m->bind = dynamics_of<Polarization>();
-    m->theory_only_keys = {"stepper", "rtol", "atol", "log_time", "halvings", "min_order", "drift_times", "figures", "claim"};
     return m;
   }();
   return model;

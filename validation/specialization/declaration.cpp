@@ -75,25 +75,10 @@ class Specialization final : public Dynamics {
   std::unique_ptr<ControlledTheory> controlled() const override { return std::make_unique<SpecializationControlled>(config_, flow_); }
 
  private:
+  // The standard keys' settings; the theory's integration stops at a blow-up of the overlaps.
   static DynamicsSettings settings_from(const Params& p, const Config& s) {
-    DynamicsSettings d;
-    d.times = observation_times(p);
-    d.integrate = integrate_options(p, s.layout());
-    d.size_name = "D";
-    d.simulate_size = s.D;
-    for (long D : p.int_vector("dims")) d.validate_sizes.push_back(static_cast<double>(D));
-    d.gap_exponent_expected = -0.5;
-    d.seeds = static_cast<int>(p.integer("seeds"));
-    d.seed = s.seed;
-    d.theory_replicas = static_cast<int>(p.integer("theory_replicas"));
-    d.false_alarm = p.real("false_alarm");
-    d.detectable = p.real("detectable");
-    d.rel_tolerance = p.real("rel_tolerance");
-    d.t_compare = p.real("t_compare");
-    const Eigen::VectorXd dt = p.vector("drift_times");
-    d.drift_times.assign(dt.data(), dt.data() + dt.size());
-    d.drift_samples = p.integer("drift_samples");
-    d.drift_size = d.validate_sizes.empty() ? d.simulate_size : d.validate_sizes.back();  // empty dims: validate refuses
+    DynamicsSettings d = standard_settings(p, standard_defaults(), s.layout());
+    d.integrate.divergence = 1e6;  // overlaps of unit-scale spikes: anything this large is a blow-up
     return d;
   }
 
@@ -113,7 +98,6 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
     m->bind = dynamics_of<Specialization>();
     m->start_keys = {"M0", "R0"};
     m->escape_event = "plateau_end";
-    m->theory_only_keys = {"mc_samples", "sampling", "t_relax", "compare", "stages", "prune", "split_threshold", "M0", "R0", "asymmetry"};
     return m;
   }();
   return model;

@@ -8,7 +8,7 @@
 #include "hdat/core/error.hpp"
 #include "hdat/core/progress.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 namespace {
 
@@ -374,4 +374,4 @@ nlohmann::json AmpSummary::to_json(bool with_iterations) const {
   return j;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

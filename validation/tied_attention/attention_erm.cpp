@@ -9,7 +9,7 @@
 #include "hdat/core/progress.hpp"
 #include "hdat/tied_attention/sensing.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 namespace {
 
@@ -288,4 +288,4 @@ AttentionResult train_attention(const AttentionData& train, const AttentionData&
   return r;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

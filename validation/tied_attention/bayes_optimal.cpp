@@ -19,7 +19,7 @@
 #include "hdat/tied_attention/thresholds.hpp"
 #include "hdat/core/constants.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 namespace {
 
@@ -539,4 +539,4 @@ void amp_plot_folder(const std::filesystem::path& dir) {
   if (std::filesystem::exists(dir / "sim.csv")) plot_fixed_points(Table::read_csv_file((dir / "sim.csv").string()), dir / "amp_fixed_point");
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -25,7 +25,7 @@
 #include "hdat/tied_attention/attention_erm.hpp"
 #include "hdat/tied_attention/sensing.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 namespace {
 
@@ -776,4 +776,4 @@ RunOutput validate_command(const Params& p, RunContext& ctx) {
   return fixed_point_validate(erm_model(), p, ctx);
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -11,7 +11,7 @@
 #include "hdat/tied_attention/bayes_optimal.hpp"
 #include "hdat/tied_attention/declaration.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 namespace {
 
@@ -293,4 +293,4 @@ std::vector<double> distinct(std::vector<double> v) {
 }
 
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

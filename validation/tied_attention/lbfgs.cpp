@@ -3,7 +3,7 @@
 #include <cmath>
 #include <deque>
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 LbfgsSummary lbfgs_minimize(const Objective& f, Eigen::VectorXd& x, const LbfgsOptions& opt) {
   LbfgsSummary sum;
@@ -93,4 +93,4 @@ LbfgsSummary lbfgs_minimize(const Objective& f, Eigen::VectorXd& x, const LbfgsO
   return sum;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

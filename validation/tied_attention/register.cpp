@@ -13,7 +13,7 @@ namespace hdat {
 namespace {
 
 namespace fs = std::filesystem;
-using tied::plot_folder;
+using tied_attention::plot_folder;
 
 }  // namespace
 
@@ -28,11 +28,11 @@ void register_tied_attention(Registry& r) {
       "spectrum with a semicircle); T = 1 is matrix sensing with a closed-form fixed point. curve -> curve.csv "
       "(+ spectrum.csv with --set spectrum=ALPHA), simulate -> sim.csv, validate -> theory vs finite-d ERM with a "
       "1/d extrapolation (exit 0 agree, 1 disagree). See docs/tied-attention.md and theory/tied_attention/derivation.md.";
-  m.params = tied::param_set();
-  m.check = tied::check_params;
-  m.commands["curve"] = tied::curve_command;
-  m.commands["simulate"] = tied::simulate_command;
-  m.commands["validate"] = tied::validate_command;
+  m.params = tied_attention::param_set();
+  m.check = tied_attention::check_params;
+  m.commands["curve"] = tied_attention::curve_command;
+  m.commands["simulate"] = tied_attention::simulate_command;
+  m.commands["validate"] = tied_attention::validate_command;
   m.default_observables = {"test_error", "train_loss", "mse", "rank"};
   m.plot = [](const fs::path& dir) { plot_folder(dir); };
   // The all-model smoke (tests/models): matrix sensing (T = 1) trained by convex ERM at one alpha, whose

@@ -10,7 +10,7 @@
 #include "hdat/tied_attention/lbfgs.hpp"
 #include "hdat/core/progress.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 
 SingleThreadedEigen::SingleThreadedEigen() {
@@ -247,4 +247,4 @@ Eigen::MatrixXd psd_soft_threshold(const Eigen::MatrixXd& M, double tau) {
   return U * l.asDiagonal() * U.transpose();
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

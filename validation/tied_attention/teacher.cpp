@@ -6,7 +6,7 @@
 
 #include "hdat/tied_attention/target.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 Eigen::MatrixXd gaussian_matrix(Eigen::Index n, Eigen::Index m, rng::Engine& engine) {
   boost::random::normal_distribution<double> N01;
@@ -39,4 +39,4 @@ Eigen::MatrixXd sample_teacher(const TeacherSpec& spec, rng::Engine& engine) {
   return O * sv.asDiagonal() * O.transpose();
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

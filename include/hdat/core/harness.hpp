@@ -210,10 +210,11 @@ void add_fixed_point_commands(ModelEntry& entry, std::shared_ptr<const FixedPoin
 
 // ---------------------------------------------------------------------------------------------------
 
-/// The keys every dynamics model shares, with the model's defaults: t_max, n_points, t_points,
-/// rtol, atol, stepper, seed, seeds, dims, theory_replicas, mode, false_alarm, detectable,
-/// rel_tolerance, t_compare, drift_samples, drift_times (and refuses the retired `tolerance`).
-/// standard_settings() reads them.
+/// The keys every dynamics model shares, declared once here with the model's defaults: t_max, t_points,
+/// n_points (when t_points is not given), rtol, atol, stepper, seed, start, seeds, dims, mode,
+/// false_alarm, detectable, rel_tolerance, t_compare and theory_replicas (mode=trajectory),
+/// drift_samples and drift_times (mode=drift); the retired `tolerance` refused. Those that change no
+/// finite run are marked theory_only (left out of the simulation hash). standard_settings() reads them.
 struct StandardDefaults {
   double t_max = 100;
   int n_points = 60;
@@ -223,10 +224,15 @@ struct StandardDefaults {
   long drift_samples = 4000;
   std::vector<double> drift_times = {0, 1};
   double rtol = 1e-8, atol = 1e-10;
+  int theory_replicas = 1;     ///< a sampled theory's default sample sets in validate
   std::string size_key = "D";  ///< the key of the simulate size (D, N ...)
+  bool start_draw = false;     ///< `start` also offers `draw` (the theory's own initial draw)
   double max_size = 1e7;       ///< the largest size a run can hold in memory (bounds dims)
 };
 ParamSet& declare_standard_keys(ParamSet& set, const StandardDefaults& defaults);
 DynamicsSettings standard_settings(const Params& p, const StandardDefaults& defaults, const StateLayout& layout);
+/// The observation times of the standard keys: t_points as given, or 0 and n_points log-spaced times
+/// up to t_max (standard_settings' times; one rule for every model that declares the standard keys).
+std::vector<double> standard_times(const Params& p);
 
 }  // namespace hdat

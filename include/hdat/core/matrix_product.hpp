@@ -3,7 +3,7 @@
 // transformers' float32 path) and hdat is built with it (HDAT_ONEDNN, the default), and on Eigen's
 // product otherwise. At the sinks transformer's shapes (3072 × 128 × {128, 512}) oneDNN's kernels do
 // 66–77 · 10⁹ multiply-adds per second on this machine's core against Eigen's 59–62
-// (docs/attention-sinks.md, "Speed"). Either way it is the same product, rounded differently; the
+// (docs/sinks.md, "Speed"). Either way it is the same product, rounded differently; the
 // operands must not alias the destination (as Eigen's noalias()).
 //
 // An operand is passed as any Eigen matrix expression with direct access and unit inner stride,

@@ -220,7 +220,8 @@ class Dynamics {
 };
 
 /// What a dynamics model declares once, whatever the configuration: how to bind it, and the facts
-/// about its keys and events that name things rather than compute them.
+/// about its keys and events that name things rather than compute them. (Keys that change no finite
+/// run are marked in the model's ParamSet: ParamSet::theory_only.)
 struct DynamicsModel {
   /// The model at the command's parameters (the model's Dynamics; hdat::dynamics_of<T> for a class
   /// constructed from Params).
@@ -232,9 +233,6 @@ struct DynamicsModel {
   /// Keys that give the initial overlaps explicitly (Q0, R0 ...): when one is set, `curve` starts
   /// from `initial_state` whatever `start` says.
   std::vector<std::string> start_keys;
-  /// Keys that change neither a simulation nor its seeds (theory-only keys), left out of the hash
-  /// that names persisted seeds so that simulate and validate share finished runs.
-  std::vector<std::string> theory_only_keys;
 };
 
 /// DynamicsModel::bind for a Dynamics class T constructed from the parameters.

@@ -52,6 +52,10 @@ struct ParamSpec {
   std::string condition;
   std::function<bool(const Params&)> applies;
   std::vector<std::string> condition_keys;  ///< keys the condition reads (their values go in the message)
+  /// False for a key that changes no finite-dimensional run (a theory-only key, a harness key that
+  /// chooses what is compared): left out of the hash that names persisted seeds, so that simulate and
+  /// validate share finished runs across such keys.
+  bool changes_simulation = true;
   std::string kind_name() const;
 };
 
@@ -77,6 +81,10 @@ class ParamSet {
   ParamSet& when(std::string condition, std::function<bool(const Params&)> applies, std::vector<std::string> reads = {});
   /// The key declared last applies only where the key `other` takes one of `values`.
   ParamSet& when_in(const std::string& other, std::vector<std::string> values);
+  /// The key declared last changes no finite run (ParamSpec::changes_simulation).
+  ParamSet& theory_only();
+  /// The same for earlier keys (std::logic_error for a key not declared).
+  ParamSet& theory_only(const std::vector<std::string>& keys);
   /// The same condition for an earlier key.
   ParamSet& condition(const std::string& key, std::string condition, std::function<bool(const Params&)> applies,
                       std::vector<std::string> reads = {});

@@ -16,6 +16,10 @@
 #include "hdat/core/schedule.hpp"
 #include "hdat/specialization/attention.hpp"
 
+namespace hdat {
+struct StandardDefaults;  // harness.hpp
+}
+
 namespace hdat::specialization {
 
 /// The prior P_θ of the spike amplitudes θ ∈ R^F.
@@ -73,8 +77,10 @@ struct Config {
   static Config from(const Params& p);
 };
 
-/// The model's parameters (spec "Parameters"), shared by curve, simulate, validate, analyze.
+/// The model's parameters (spec "Parameters"), shared by curve, simulate, validate, analyze; the
+/// harness's standard keys with this model's defaults (standard_defaults()).
 const ParamSet& parameters();
+StandardDefaults standard_defaults();
 /// Cross-key checks (shapes of prior.*, M0, R0, bias ...); throws InputError naming the key.
 void check(const Params& p);
 Activation activation_from(const std::string& name);

@@ -25,7 +25,7 @@
 #include "hdat/tied_attention/rie.hpp"
 #include "hdat/tied_attention/sensing.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 /// What AMP sees of a data set: the tokens, each sample's channel observation and the Gram matrix of
 /// its sensing matrices, and the target for measuring overlaps.
@@ -109,4 +109,4 @@ Eigen::MatrixXd amp_onsager(const AmpData& data, const RowMatrix& P, const Eigen
 Eigen::MatrixXd amp_back_projection(const AmpData& data, const Eigen::MatrixXd& G);
 void amp_back_projection(const AmpData& data, const Eigen::MatrixXd& G, RowMatrix& work, Eigen::MatrixXd& B);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

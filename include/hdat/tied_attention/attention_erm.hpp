@@ -13,7 +13,7 @@
 
 #include "hdat/tied_attention/sensing.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 /// Row-major storage: every per-sequence operation reads consecutive rows.
 using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -71,4 +71,4 @@ AttentionResult train_attention(const AttentionData& train, const AttentionData&
 double attention_factorized_objective(const AttentionData& data, double lambda_tilde, const Eigen::MatrixXd& W,
                                       Eigen::MatrixXd* grad);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -17,7 +17,7 @@
 #include "hdat/core/gaussian.hpp"
 #include "hdat/tied_attention/prox.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 enum class BayesChannel { linear, softmax, hardmax };
 std::string bayes_channel_name(BayesChannel ch);
@@ -100,4 +100,4 @@ struct SampledInformation {
 SampledInformation sampled_information(int T, BayesChannel ch, double beta0, double q, double v, double noise, long samples,
                                        std::uint64_t seed, Sampling sampling = Sampling::sobol);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -11,7 +11,7 @@
 #include "hdat/tied_attention/amp.hpp"
 #include "hdat/tied_attention/state_evolution.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 /// The Bayes output channel of the configuration (T = 1 linear; `channel` softmax or hardmax).
 BayesChannel bayes_channel_of(const Params& p);
@@ -37,4 +37,4 @@ RunOutput amp_validate_command(const Params& p, RunContext& ctx);
 /// Figures of a folder written by an AMP command (nothing when it has no AMP output).
 void amp_plot_folder(const std::filesystem::path& dir);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -25,7 +25,7 @@
 #include "hdat/core/gaussian.hpp"
 #include "hdat/tied_attention/prox.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 struct SampleSideOptions {
   long samples = 1 << 16;
@@ -84,4 +84,4 @@ class SampleSide {
   bool warm_valid_ = false;
 };
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

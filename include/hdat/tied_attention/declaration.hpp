@@ -10,7 +10,7 @@
 #include "hdat/tied_attention/attention_erm.hpp"
 #include "hdat/tied_attention/target.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 /// Mean and standard error over seeds (the core's, hdat/core/statistics.hpp).
 using Stat = stats::MeanSe;
@@ -48,4 +48,4 @@ void plot_folder(const std::filesystem::path& dir);
 /// The distinct values of v, sorted (the alphas or dims found in a table).
 std::vector<double> distinct(std::vector<double> v);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -17,7 +17,7 @@
 #include "hdat/tied_attention/channel.hpp"
 #include "hdat/tied_attention/state.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 enum class PriorKind { trace_psd, frobenius };
 
@@ -88,4 +88,4 @@ class GeneralSolver {
   std::vector<FixedPointErrors> errors_;
 };
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

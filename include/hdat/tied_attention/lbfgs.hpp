@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 struct LbfgsOptions {
   int memory = 10;
@@ -27,4 +27,4 @@ using Objective = std::function<double(const Eigen::VectorXd& x, Eigen::VectorXd
 
 LbfgsSummary lbfgs_minimize(const Objective& f, Eigen::VectorXd& x, const LbfgsOptions& options = {});
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -17,7 +17,7 @@
 
 #include "hdat/tied_attention/state.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 struct LinearProblem {
   std::shared_ptr<const TargetLaw> target;
@@ -90,4 +90,4 @@ class LinearT1Solver {
   double Q0_ = 0;
 };
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

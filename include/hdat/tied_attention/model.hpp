@@ -9,7 +9,7 @@
 #include "hdat/core/params.hpp"
 #include "hdat/tied_attention/spectral_law.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 /// Every key of the model (spec: T, kappa0, kappa, noise, lambda, beta, beta0, target, gamma, task,
 /// alphas, d, seeds, training; plus numerical settings).
@@ -37,4 +37,4 @@ std::string channel_of(const Params& p);
 /// Quadrature settings from the parameters.
 QuadratureOptions quadrature_options(const Params& p);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

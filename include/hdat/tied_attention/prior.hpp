@@ -9,7 +9,7 @@
 
 #include "hdat/tied_attention/spectral_law.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 struct JValues {
   double delta = 0, t = 0;
@@ -34,4 +34,4 @@ QVec<3> law_moments(const SpectralLaw& law, const QuadratureOptions& opt = {});
 /// derivatives (∂_δ J(0, t) = 0). Used by thresholds and the δ → 0 limits.
 JValues j_values_wishart_delta0(const WishartTarget& target, double t, const QuadratureOptions& opt = {});
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

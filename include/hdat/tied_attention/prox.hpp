@@ -9,7 +9,7 @@
 #include <Eigen/Dense>
 #include <vector>
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 enum class Channel { softmax, linear };
 
@@ -79,4 +79,4 @@ struct GlobalProxResult {
 GlobalProxResult prox_global(const SymLayout& L, Channel ch, double beta, double Sigma, const KVec& omega, const TMat& Y,
                              const KVec* warm, double label_floor, const ProxOptions& opt = {});
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -23,7 +23,7 @@
 #include <cmath>
 #include <vector>
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 struct QuadratureOptions {
   double rel_tol = 1e-11;   ///< relative to ∫|f_k| per component
@@ -172,4 +172,4 @@ QVec<K> integrate_gk(F&& f, double a, double b, const QuadratureOptions& opt, Qu
   return total;
 }
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

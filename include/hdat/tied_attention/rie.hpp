@@ -15,7 +15,7 @@
 
 #include "hdat/tied_attention/target.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 struct RieOptions {
   /// Test only: multiplies the shrinkage term 2δ²H_δ (1 = the Bayes denoiser).
@@ -59,4 +59,4 @@ Eigen::MatrixXd divided_differences(const Eigen::VectorXd& lambda, const Eigen::
 /// Σ_i ξ'_i + Σ_{i<j} (ξ_i − ξ_j)/(λ_i − λ_j); at (near) ties the divided difference is (ξ'_i + ξ'_j)/2.
 double spectral_divergence(const Eigen::VectorXd& lambda, const Eigen::VectorXd& xi, const Eigen::VectorXd& dxi);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -12,7 +12,7 @@
 #include "hdat/tied_attention/teacher.hpp"
 #include "hdat/tied_attention/lbfgs.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 /// Scope guard: Eigen runs single-threaded inside one training run (restored on exit).
 class SingleThreadedEigen {
@@ -90,4 +90,4 @@ ErmResult train_direct(const SensingData& data, double lambda_frobenius, const E
 /// The proximal map of tau Tr S on S >= 0: the eigenvalues of sym(M) soft-thresholded at tau.
 Eigen::MatrixXd psd_soft_threshold(const Eigen::MatrixXd& M, double tau);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

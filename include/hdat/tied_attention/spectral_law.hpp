@@ -26,7 +26,7 @@
 #include "hdat/tied_attention/quadrature.hpp"
 #include "hdat/tied_attention/target.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 /// One quadrature node of a piece: position, density, Hilbert transform and dx/dθ.
 struct SpectralPoint {
@@ -141,4 +141,4 @@ enum class LawMethod { automatic, closed_form, subordination };
 std::unique_ptr<SpectralLaw> make_law(const std::shared_ptr<const TargetLaw>& target, double delta,
                                       LawMethod method = LawMethod::automatic);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -9,7 +9,7 @@
 
 #include "hdat/tied_attention/spectral_law.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 struct Outlier {
   double position = 0;           ///< eigenvalue of Ŝ: η (x̄ − t), x̄ the mean of the piece
@@ -51,4 +51,4 @@ struct ErrorDecomposition {
 };
 ErrorDecomposition decompose_error(const SpectralLaw& law, double t, double eta, double m_total);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

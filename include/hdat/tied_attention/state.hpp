@@ -8,7 +8,7 @@
 
 #include "hdat/tied_attention/prior.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 struct FixedPointState {
   double alpha = 0;
@@ -37,4 +37,4 @@ struct FixedPointState {
   nlohmann::json to_json() const;
 };
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -16,7 +16,7 @@
 #include "hdat/tied_attention/bayes_channel.hpp"
 #include "hdat/tied_attention/spectral_law.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 struct StateEvolutionOptions {
   int T = 2;
@@ -77,4 +77,4 @@ class StateEvolution {
   double Q0_ = 0, m0_ = 0;
 };
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 using cplx = std::complex<double>;
 
@@ -118,4 +118,4 @@ class DiscreteTarget final : public TargetLaw {
 /// other d − p0 directions, c fixed by Tr S0²/d = Q0.
 std::vector<double> power_law_eigenvalues(int d, double kappa0, double gamma, double Q0);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

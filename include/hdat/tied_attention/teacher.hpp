@@ -4,7 +4,7 @@
 
 #include "hdat/core/random.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 struct TeacherSpec {
   int d = 100;
@@ -23,4 +23,4 @@ Eigen::MatrixXd gaussian_matrix(Eigen::Index n, Eigen::Index m, rng::Engine& eng
 /// A Haar-distributed orthogonal matrix (QR of a Gaussian matrix with the sign fix).
 Eigen::MatrixXd haar_orthogonal(int d, rng::Engine& engine);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

@@ -11,7 +11,7 @@
 #include "hdat/tied_attention/bayes_channel.hpp"
 #include "hdat/tied_attention/spectral_law.hpp"
 
-namespace hdat::tied {
+namespace hdat::tied_attention {
 
 /// 1 for T = 1, 2/(T² + T − 2) for T >= 2.
 double constraint_factor(int T);
@@ -72,4 +72,4 @@ std::vector<BayesPoint> bayes_optimal_curve(const std::shared_ptr<const TargetLa
                                             const std::vector<double>& alphas,
                                             LawMethod method = LawMethod::automatic);
 
-}  // namespace hdat::tied
+}  // namespace hdat::tied_attention

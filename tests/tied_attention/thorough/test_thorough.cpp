@@ -14,7 +14,7 @@
 #include "hdat/tied_attention/target.hpp"
 
 using namespace hdat;
-using namespace hdat::tied;
+using namespace hdat::tied_attention;
 
 TEST_CASE("thorough: T = 1, convex ERM at d = 60, 100, 140 with 8 seeds agrees; a wrong d_delta J fails") {
   const json base = {{"T", 1},        {"noise", 0.1}, {"lambda", 1.0}, {"alphas", json::array({0.1, 0.2, 0.4})},
@@ -63,7 +63,7 @@ TEST_CASE("thorough: T = 2 ERM with hardmax labels agrees with its theory; a wro
 }
 
 TEST_CASE("thorough: hardmax SE at alpha = 1 with the published score lands on the published MMSE 0.3145; with the exact score on hdat's") {
-  using namespace hdat::tied::published;
+  using namespace hdat::tied_attention::published;
   StateEvolutionOptions o;
   o.T = 2;
   o.channel = BayesChannel::hardmax;

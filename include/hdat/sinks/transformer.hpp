@@ -3,7 +3,7 @@
 // experiments"): token and learned positional embeddings, pre-LayerNorm blocks with multi-head
 // attention of an interchangeable kind and a GELU MLP, a final LayerNorm and a linear head.
 //
-// Every layer has a hand-written backward pass (tests/attention_sinks checks each one against finite
+// Every layer has a hand-written backward pass (tests/sinks checks each one against finite
 // differences). All parameters live in one flat vector θ with named blocks (hdat::StateLayout), so
 // the optimiser is one loop and a gradient check can perturb any coordinate by name.
 //
@@ -37,7 +37,7 @@ using ConstRowBlock = ConstRowBlockT<double>;
 /// How attention weights α_ij are made from queries and keys (scores s_ij = q_i·k_j/√d_h unless
 /// stated). "_norm" kinds divide by a row statistic over the visible keys; "_unnorm" kinds use
 /// f(s_ij) element-wise, with no competition between keys. The names in brackets are the authors'
-/// (tml-epfl/softmax, src/attention.py) where they differ; docs/attention-sinks.md maps them to the
+/// (tml-epfl/softmax, src/attention.py) where they differ; docs/sinks.md maps them to the
 /// labels of the paper's figure.
 enum class AttentionKind {
   softmax,         ///< exp(s_ij) / Σ_j exp(s_ij) (log-sum-exp)
@@ -73,7 +73,7 @@ enum class Positions { add, concat, none };
 Positions parse_positions(const std::string& name);
 std::string positions_name(Positions p);
 
-struct Config {
+struct TransformerConfig {
   int vocab = 50;        ///< input token ids 0 .. vocab−1
   int n_out = 50;        ///< outputs of the head (next-token vocabulary or classes)
   int max_len = 16;      ///< positions with a learned embedding
@@ -87,9 +87,9 @@ struct Config {
   double ln_eps = 1e-5;     ///< LayerNorm: (x − μ)/√(var + ε), as in PyTorch
   double norm_eps = 1e-9;   ///< ε added to the row sum Σ_j f of every f/Σf kind (the authors' 1e-9); > 0 where f can vanish
 };
-void check_config(const Config& c);  // std::invalid_argument on inconsistent shapes
+void check_config(const TransformerConfig& c);  // std::invalid_argument on inconsistent shapes
 
-/// Settings of one attention head (the part of Config the head needs).
+/// Settings of one attention head (the part of TransformerConfig the head needs).
 struct HeadSpec {
   AttentionKind kind = AttentionKind::softmax;
   bool causal = true;
@@ -97,7 +97,7 @@ struct HeadSpec {
   /// ε added to the row sum of this kind (0 where the kind has none: softmax, raw_dotproduct, unnormalised, uniform).
   double row_eps() const;
 };
-HeadSpec head_spec(const Config& c);
+HeadSpec head_spec(const TransformerConfig& c);
 
 // ---- Layers (free functions so that each one is checked on its own against finite differences) ----
 
@@ -144,9 +144,9 @@ class BasicTransformer {
   using Mat = RowMatT<T>;
   using Vec = VecT<T>;
 
-  explicit BasicTransformer(const Config& config);
+  explicit BasicTransformer(const TransformerConfig& config);
 
-  const Config& config() const { return config_; }
+  const TransformerConfig& config() const { return config_; }
   const StateLayout& layout() const { return layout_; }
   Vec& theta() { return theta_; }
   const Vec& theta() const { return theta_; }
@@ -184,7 +184,7 @@ class BasicTransformer {
   void find_distinct_inputs(const std::vector<int>& tokens, int L);
   void embedding_backward(T* grad);
 
-  Config config_;
+  TransformerConfig config_;
   HeadSpec head_;
   StateLayout layout_;
   Vec theta_;

@@ -1,4 +1,4 @@
-#include "hdat/attention_sinks/experiment.hpp"
+#include "hdat/sinks/experiment.hpp"
 
 #include <fmt/format.h>
 
@@ -10,20 +10,20 @@
 #include <numeric>
 
 #include "hdat/core/progress.hpp"
-#include "hdat/attention_sinks/metrics.hpp"
+#include "hdat/sinks/metrics.hpp"
 #include "hdat/core/constants.hpp"
-#include "hdat/attention_sinks/tasks.hpp"
+#include "hdat/sinks/tasks.hpp"
 
 namespace hdat::sinks {
 
 namespace {
 
 
-int task_length(const ExperimentOptions& o) {
+int task_length(const Config& o) {
   return o.task == Task::induction ? o.induction.length() : o.classification.length();
 }
 
-void sample(const ExperimentOptions& o, rng::Engine& e, int B, Batch& out) {
+void sample(const Config& o, rng::Engine& e, int B, Batch& out) {
   if (o.task == Task::induction)
     o.induction.sample(e, B, out);
   else
@@ -47,7 +47,7 @@ struct Evaluation {
 
 // Loss and accuracy on the evaluation set, in chunks; with `full` also the map metrics.
 template <class Model>
-Evaluation evaluate(Model& model, const ExperimentOptions& o, const Batch& eval, bool full) {
+Evaluation evaluate(Model& model, const Config& o, const Batch& eval, bool full) {
   const int L = eval.L, n = eval.B, layers = model.config().layers, H = model.config().heads;
   const int chunk = std::min(n, 256);
   Evaluation ev;
@@ -109,7 +109,7 @@ Evaluation evaluate(Model& model, const ExperimentOptions& o, const Batch& eval,
 // placed among the other n−1 content tokens of a sequence of class b, in random order. The flip rate
 // of the head is how often the model then predicts a.
 template <class Model>
-std::vector<double> flip_rates(Model& model, const ExperimentOptions& o, const Batch& eval,
+std::vector<double> flip_rates(Model& model, const Config& o, const Batch& eval,
                                const std::vector<int>& top_content) {
   const ClassificationTask& task = o.classification;
   const int L = eval.L, n = task.n_tokens, layers = model.config().layers, H = model.config().heads;
@@ -162,7 +162,7 @@ std::vector<double> flip_rates(Model& model, const ExperimentOptions& o, const B
 // Attention maps of the first sequences of the evaluation set in the geometry file format:
 // induction: every query t with its visible keys 0 .. t; classification: the CLS query, all keys.
 template <class Model>
-nlohmann::json export_maps(Model& model, const ExperimentOptions& o, const Batch& eval) {
+nlohmann::json export_maps(Model& model, const Config& o, const Batch& eval) {
   const int count = std::min(o.export_sequences, eval.B);
   nlohmann::json maps = nlohmann::json::array();
   if (count <= 0) return {{"maps", maps}};
@@ -240,8 +240,8 @@ template class BasicAdamW<float>;
 template double cross_entropy<double>(const RowMatT<double>&, const Batch&, RowMatT<double>*);
 template double cross_entropy<float>(const RowMatT<float>&, const Batch&, RowMatT<float>*);
 
-Config model_config(const ExperimentOptions& o) {
-  Config c = o.model;
+TransformerConfig model_config(const Config& o) {
+  TransformerConfig c = o.model;
   if (o.task == Task::induction) {
     c.vocab = o.induction.input_vocab();
     c.n_out = o.induction.n_out();
@@ -256,7 +256,7 @@ Config model_config(const ExperimentOptions& o) {
 namespace {
 
 template <class T>
-ExperimentResult train_and_evaluate(const ExperimentOptions& o) {
+ExperimentResult train_and_evaluate(const Config& o) {
   if (o.task == Task::induction)
     o.induction.check();
   else
@@ -379,7 +379,7 @@ ExperimentResult train_and_evaluate(const ExperimentOptions& o) {
 
 }  // namespace
 
-ExperimentResult run_experiment(const ExperimentOptions& o) {
+ExperimentResult run_experiment(const Config& o) {
   return o.precision == Precision::float32 ? train_and_evaluate<float>(o) : train_and_evaluate<double>(o);
 }
 

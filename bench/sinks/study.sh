@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The attention-sink study of docs/attention-sinks.md: one `hdat sinks` run per seed × attention kind
+# The attention-sink study of docs/sinks.md: one `hdat sinks` run per seed × attention kind
 # (× heads), then `hdat sinks --collect` pools them into study.csv and sink_share.png.
-# Usage: bench/attention_sinks/study.sh OUT [HDAT] ; environment: SEEDS, KINDS, HEADS, JOBS, EXTRA
+# Usage: bench/sinks/study.sh OUT [HDAT] ; environment: SEEDS, KINDS, HEADS, JOBS, EXTRA
 #   SEEDS="0 1 2" KINDS="softmax sigmoid_norm sigmoid_unnorm linear_norm linear_unnorm" HEADS="4" JOBS=2
 #   EXTRA="--set steps=3000"   (more --set options for every run)
 # Each run trains on one thread (~1 min for the defaults on this machine); JOBS runs go side by side.

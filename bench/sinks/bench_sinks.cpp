@@ -1,10 +1,10 @@
 // Speed of induction training of the attention-sink transformer (steps per second on one thread, in
 // float64 and float32), and a dump of one step (parameters, batch, loss, gradient) that
 // torch_reference.py reproduces in PyTorch to show that both sides train the same model.
-//   bench_attention_sinks [--width 128] [--heads 4] [--layers 2] [--batch 256] [--steps 100]
+//   bench_sinks [--width 128] [--heads 4] [--layers 2] [--batch 256] [--steps 100]
 //                         [--attention softmax] [--positions concat] [--shift-query 1]
 //                         [--precision float32|float64|both] [--threads 1] [--dump FILE.json]
-//   bench_attention_sinks --replay STEM [--attention K] [--seed S] [--steps 1173] [--precision float32]
+//   bench_sinks --replay STEM [--attention K] [--seed S] [--steps 1173] [--precision float32]
 //                         [--authors-data 1]
 //     trains one model as `hdat sinks` does (authors' configuration) and writes its training stream:
 //     STEM.json (initial parameters, evaluation set, hdat's result) and STEM.bin (int32: per step B,
@@ -21,7 +21,7 @@
 #include <string>
 #include <type_traits>
 
-#include "hdat/attention_sinks/experiment.hpp"
+#include "hdat/sinks/experiment.hpp"
 #include "hdat/core/matrix_product.hpp"
 
 using namespace hdat::sinks;
@@ -35,8 +35,8 @@ struct Bench {
   std::string attention = "softmax", positions = "concat", precision = "both", dump, replay;
 };
 
-ExperimentOptions options(const Bench& a) {
-  ExperimentOptions o;
+Config options(const Bench& a) {
+  Config o;
   o.model.width = a.width;
   o.model.heads = a.heads;
   o.model.layers = a.layers;
@@ -48,7 +48,7 @@ ExperimentOptions options(const Bench& a) {
 }
 
 // Batches made beforehand: the timing is of the training step (forward, backward, AdamW) alone.
-std::vector<Batch> make_batches(const ExperimentOptions& o, int batch) {
+std::vector<Batch> make_batches(const Config& o, int batch) {
   auto data = hdat::rng::engine(0, 0, hdat::rng::training_data);
   std::vector<Batch> batches(50);
   for (auto& b : batches) o.induction.sample(data, batch, b);
@@ -57,7 +57,7 @@ std::vector<Batch> make_batches(const ExperimentOptions& o, int batch) {
 
 template <class T>
 void time_training(const Bench& a, const char* label) {
-  const ExperimentOptions o = options(a);
+  const Config o = options(a);
   BasicTransformer<T> model(model_config(o));
   auto init = hdat::rng::engine(0, 0, hdat::rng::student_init);
   model.initialize(init);
@@ -93,7 +93,7 @@ void time_training(const Bench& a, const char* label) {
 }
 
 void write_dump(const Bench& a) {
-  const ExperimentOptions o = options(a);
+  const Config o = options(a);
   Transformer model(model_config(o));
   auto init = hdat::rng::engine(0, 0, hdat::rng::student_init);
   model.initialize(init);
@@ -126,7 +126,7 @@ void write_dump(const Bench& a) {
 
 // Train through run_experiment (the `sinks` model's code path) and record what it sees.
 void write_replay(const Bench& a) {
-  ExperimentOptions o = options(a);
+  Config o = options(a);
   o.batch = a.batch;
   o.steps = a.steps;
   o.seed = std::uint64_t(a.seed);
@@ -156,7 +156,7 @@ void write_replay(const Bench& a) {
     for (int t : b.targets) put(t);
   };
   const ExperimentResult r = run_experiment(o);
-  const Config c = model_config(o);
+  const TransformerConfig c = model_config(o);
   j["config"] = {{"width", c.width}, {"heads", c.heads}, {"layers", c.layers}, {"mlp_hidden", c.mlp_hidden},
                  {"vocab", c.vocab}, {"n_out", c.n_out}, {"max_len", c.max_len}, {"positions", positions_name(c.positions)},
                  {"attention", a.attention}, {"batch", a.batch}, {"length", o.induction.length()},

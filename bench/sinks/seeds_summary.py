@@ -3,7 +3,7 @@
 391 steps = one epoch) and the last layer's sink scores; then, at every checkpoint both sides have, a
 two-sided Mann–Whitney U test of hdat's accuracies against PyTorch's, and the same test on the first
 checkpoint at which accuracy exceeds 0.5 (never: ranked after every checkpoint).
-Reads OUT/hdat_K_sS.json (bench_attention_sinks --replay) and OUT/torch_K_sS.json (torch_train.py --authors).
+Reads OUT/hdat_K_sS.json (bench_sinks --replay) and OUT/torch_K_sS.json (torch_train.py --authors).
 Usage: /usr/bin/python3 seeds_summary.py OUT [--attention linear_unnorm] [--markdown]
 """
 import argparse

@@ -1,6 +1,6 @@
 // The `sinks` model: trains one small transformer on the induction or token-group classification
 // task with a chosen attention kind and measures its attention sinks (spec/polarization.md,
-// "Transformer experiments"; docs/attention-sinks.md). Commands: simulate (= `hdat sinks`).
+// "Transformer experiments"; docs/sinks.md). Commands: simulate (= `hdat sinks`).
 #include <Eigen/Core>
 #include <cmath>
 #include <filesystem>
@@ -13,8 +13,8 @@
 #include "hdat/core/plot.hpp"
 #include "hdat/core/matrix_product.hpp"
 #include "hdat/core/registry.hpp"
-#include "hdat/attention_sinks/experiment.hpp"
-#include "hdat/attention_sinks/study.hpp"
+#include "hdat/sinks/experiment.hpp"
+#include "hdat/sinks/study.hpp"
 
 namespace hdat {
 
@@ -98,8 +98,8 @@ ParamSet sinks_params() {
   return p;
 }
 
-ExperimentOptions options_from(const Params& p) {
-  ExperimentOptions o;
+Config options_from(const Params& p) {
+  Config o;
   o.task = p.text("task") == "induction" ? Task::induction : Task::classification;
   const bool induction = o.task == Task::induction;
   o.induction.vocab = int(p.integer("vocab"));
@@ -110,7 +110,7 @@ ExperimentOptions options_from(const Params& p) {
   o.classification.classes = int(p.integer("classes"));
   o.classification.group_size = int(p.integer("group_size"));
   o.classification.n_tokens = int(p.integer("n_tokens"));
-  Config& c = o.model;
+  TransformerConfig& c = o.model;
   c.width = int(p.integer("width"));
   c.heads = int(p.integer("heads"));
   c.layers = int(p.integer("layers"));
@@ -143,7 +143,7 @@ ExperimentOptions options_from(const Params& p) {
 void check_params(const Params& p) {
   const int width = int(p.integer("width")), heads = int(p.integer("heads"));
   if (width % heads != 0) throw InputError("heads", fmt::format("must divide width ({})", width));
-  const ExperimentOptions o = options_from(p);
+  const Config o = options_from(p);
   if (row_sum_can_vanish(o.model.attention) && !(o.model.norm_eps > 0))
     throw InputError("norm_eps", "must be > 0 for " + p.text("attention") + " (its row sum can vanish)");
   if (o.model.positions == Positions::concat && width % 2 != 0)
@@ -172,14 +172,14 @@ json head_matrix(const ExperimentResult& r, int layers, int heads, double HeadMe
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(); }
 
 RunOutput simulate(const Params& p, RunContext& ctx) {
-  ExperimentOptions o = options_from(p);
+  Config o = options_from(p);
   o.quiet = ctx.quiet;
   // One model is small: its matrix products run on one thread unless --threads asks for more
   // (sweeps parallelise over points instead).
   const int threads = ctx.threads > 0 ? ctx.threads : 1;
   Eigen::setNbThreads(threads);
   const ExperimentResult r = run_experiment(o);
-  const Config c = model_config(o);
+  const TransformerConfig c = model_config(o);
 
   RunOutput out;
   out.tables["sim.csv"] = r.curve;
@@ -282,7 +282,7 @@ void register_sinks(Registry& registry) {
       "share of sink heads (score > sink_threshold) in the last layer, the sparsity score and, for classification,\n"
       "the token-flip rate. simulate writes sim.csv (training curve), sink_heads.csv, attention.csv (mean maps),\n"
       "sinks.json and attention_maps.json (the geometry format). `hdat sinks --collect DIRS --out DIR` pools runs.\n"
-      "See docs/attention-sinks.md.";
+      "See docs/sinks.md.";
   m.params = sinks_params();
   m.check = check_params;
   m.commands["simulate"] = simulate;

@@ -1,4 +1,4 @@
-#include "hdat/attention_sinks/transformer.hpp"
+#include "hdat/sinks/transformer.hpp"
 
 #include <fmt/format.h>
 
@@ -162,7 +162,7 @@ bool row_sum_can_vanish(AttentionKind k) {
 // (sigmoid, elu, linear) it may be 0, where f can vanish on a whole row (relu, square, abs) it must not.
 double HeadSpec::row_eps() const { return has_row_sum(kind) ? norm_eps : 0.0; }
 
-HeadSpec head_spec(const Config& c) { return {c.attention, c.causal, c.norm_eps}; }
+HeadSpec head_spec(const TransformerConfig& c) { return {c.attention, c.causal, c.norm_eps}; }
 
 Positions parse_positions(const std::string& name) {
   if (name == "add") return Positions::add;
@@ -174,7 +174,7 @@ std::string positions_name(Positions p) {
   return p == Positions::add ? "add" : p == Positions::concat ? "concat" : "none";
 }
 
-void check_config(const Config& c) {
+void check_config(const TransformerConfig& c) {
   if (c.width < 1 || c.heads < 1 || c.width % c.heads != 0)
     throw std::invalid_argument(fmt::format("width {} must be a positive multiple of heads {}", c.width, c.heads));
   if (c.positions == Positions::concat && c.width % 2 != 0)
@@ -416,7 +416,7 @@ void attention_head_backward(const HeadSpec& spec, const ConstRowBlockT<T>& q, c
 // ---------------------------------------------------------------- model
 
 template <class T>
-BasicTransformer<T>::BasicTransformer(const Config& config) : config_(config), head_(head_spec(config)) {
+BasicTransformer<T>::BasicTransformer(const TransformerConfig& config) : config_(config), head_(head_spec(config)) {
   check_config(config_);
   const int d = config_.width, m = config_.mlp_hidden;
   const int d_tok = config_.positions == Positions::concat ? d / 2 : d;

@@ -8,9 +8,9 @@
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/registry.hpp"
-#include "hdat/attention_sinks/experiment.hpp"
-#include "hdat/attention_sinks/metrics.hpp"
-#include "hdat/attention_sinks/study.hpp"
+#include "hdat/sinks/experiment.hpp"
+#include "hdat/sinks/metrics.hpp"
+#include "hdat/sinks/study.hpp"
 #include "hdat/core/matrix_product.hpp"
 
 namespace hdat {
@@ -160,7 +160,7 @@ TEST_CASE("a tiny model overfits a handful of induction sequences") {
     auto e = hdat::rng::engine(2);
     Batch b;
     task.sample(e, 8, b);
-    Config c;
+    TransformerConfig c;
     c.vocab = task.input_vocab();
     c.n_out = task.n_out();
     c.max_len = task.length();
@@ -191,8 +191,8 @@ TEST_CASE("a tiny model overfits a handful of induction sequences") {
 }
 
 namespace {
-ExperimentOptions small_options(Task task, AttentionKind kind) {
-  ExperimentOptions o;
+Config small_options(Task task, AttentionKind kind) {
+  Config o;
   o.task = task;
   o.induction.vocab = 16;
   o.induction.n_tokens = 5;
@@ -218,9 +218,9 @@ ExperimentOptions small_options(Task task, AttentionKind kind) {
 }  // namespace
 
 TEST_CASE("training is reproducible for a seed and differs between seeds") {
-  const ExperimentOptions o = small_options(Task::induction, AttentionKind::softmax);
+  const Config o = small_options(Task::induction, AttentionKind::softmax);
   const ExperimentResult a = run_experiment(o), b = run_experiment(o);
-  ExperimentOptions o2 = o;
+  Config o2 = o;
   o2.seed = 10;
   const ExperimentResult c = run_experiment(o2);
   REQUIRE(a.status == "ok");
@@ -243,7 +243,7 @@ TEST_CASE("training is reproducible for a seed and differs between seeds") {
 }
 
 TEST_CASE("classification: flip rates in [0, 1], CLS maps exported") {
-  const ExperimentOptions o = small_options(Task::classification, AttentionKind::sigmoid_norm);
+  const Config o = small_options(Task::classification, AttentionKind::sigmoid_norm);
   const ExperimentResult r = run_experiment(o);
   REQUIRE(r.status == "ok");
   for (const auto& h : r.heads) {

@@ -1,4 +1,4 @@
-#include "hdat/attention_sinks/tasks.hpp"
+#include "hdat/sinks/tasks.hpp"
 
 #include <boost/random/uniform_int_distribution.hpp>
 #include <numeric>

@@ -4,7 +4,7 @@
 #include <Eigen/Dense>
 #include <vector>
 
-#include "hdat/attention_sinks/transformer.hpp"
+#include "hdat/sinks/transformer.hpp"
 
 namespace hdat::sinks {
 

@@ -4,14 +4,14 @@
 # same model in PyTorch written the authors' way (Debian's python3-torch, float32), one thread each,
 # in alternating rounds so that both see the same load. Reports wall and CPU time per step; on a shared
 # machine the CPU time is what a step costs. First checks that both compute the same loss and gradient.
-# Usage: bench/attention_sinks/run.sh [BUILD_DIR] ; environment: ROUNDS=3 STEPS=40 TORCH_STEPS=20
+# Usage: bench/sinks/run.sh [BUILD_DIR] ; environment: ROUNDS=3 STEPS=40 TORCH_STEPS=20
 #        ATTENTION=softmax WIDTH=128 BATCH=256 HEADS=4
 set -euo pipefail
 build=${1:-$(dirname "$0")/../../build}
 here=$(dirname "$0")
 rounds=${ROUNDS:-3}; steps=${STEPS:-40}; torch_steps=${TORCH_STEPS:-20}
 attention=${ATTENTION:-softmax}; width=${WIDTH:-128}; batch=${BATCH:-256}; heads=${HEADS:-4}
-bench="$build/bench/attention_sinks/bench_attention_sinks"
+bench="$build/bench/sinks/bench_sinks"
 args=(--width "$width" --batch "$batch" --heads "$heads" --attention "$attention")
 dump=$(mktemp --suffix=.json)
 log=$(mktemp)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The attention-sink transformer of validation/attention_sinks written in PyTorch the way the authors'
+"""The attention-sink transformer of validation/sinks written in PyTorch the way the authors'
 training code (tml-epfl/softmax: separate q/k/v projections, attention functions, two cross-entropy
 terms) builds it, for a side-by-side speed comparison and an independent check of the C++ gradient.
 Not used by the build or the tests; needs Debian's python3-torch (/usr/bin/python3).
 
-1. Reads the dump written by `bench_attention_sinks --dump FILE.json` (parameters, one batch, the C++
+1. Reads the dump written by `bench_sinks --dump FILE.json` (parameters, one batch, the C++
    loss and gradient), loads the same parameters (the C++ fused W_qkv split into q, k, v) and compares
    the loss and the gradient of every parameter block in float64: both sides compute the same function.
 2. Times training steps (forward, backward, AdamW; batches made beforehand, drawn as the authors' data:

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <functional>
 
-#include "hdat/attention_sinks/experiment.hpp"
-#include "hdat/attention_sinks/transformer.hpp"
+#include "hdat/sinks/experiment.hpp"
+#include "hdat/sinks/transformer.hpp"
 
 using namespace hdat::sinks;
 
@@ -161,7 +161,7 @@ TEST_CASE("softmax attention is finite for huge scores (log-sum-exp)") {
 namespace {
 
 // The whole model: loss = cross-entropy of random targets with random positive row weights.
-Check model_gradient_check(const Config& config, std::uint64_t seed) {
+Check model_gradient_check(const TransformerConfig& config, std::uint64_t seed) {
   Transformer model(config);
   auto e = hdat::rng::engine(seed);
   model.initialize(e);
@@ -189,8 +189,8 @@ Check model_gradient_check(const Config& config, std::uint64_t seed) {
   return c;
 }
 
-Config tiny(AttentionKind kind, Positions pos, bool causal) {
-  Config c;
+TransformerConfig tiny(AttentionKind kind, Positions pos, bool causal) {
+  TransformerConfig c;
   c.vocab = 7;
   c.n_out = 5;
   c.max_len = 6;
@@ -324,7 +324,7 @@ TEST_CASE("float32 path: every attention kind's head agrees with float64") {
 TEST_CASE("float32 path: the whole model's loss and gradient agree with float64 from the same parameters") {
   for (const char* name : {"softmax", "sigmoid_unnorm", "linear_unnorm", "raw_dotproduct_norm", "elu_norm"}) {
     CAPTURE(name);
-    Config c = tiny(parse_attention(name), Positions::concat, true);
+    TransformerConfig c = tiny(parse_attention(name), Positions::concat, true);
     c.width = 32;
     c.heads = 4;
     c.mlp_hidden = 64;
@@ -374,7 +374,7 @@ TEST_CASE("float32 path: the whole model's loss and gradient agree with float64 
 TEST_CASE("float32 path: a short training run follows the float64 one") {
   // 60 AdamW steps of a small induction model from the same parameters and batches: the float run's
   // losses stay within 1e-3 (relative) of the double run's, and both end at the same accuracy.
-  ExperimentOptions o;
+  Config o;
   o.induction.vocab = 16;
   o.induction.n_tokens = 5;
   o.model.width = 16;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "hdat/core/table.hpp"
-#include "hdat/attention_sinks/tasks.hpp"
-#include "hdat/attention_sinks/transformer.hpp"
+#include "hdat/sinks/tasks.hpp"
+#include "hdat/sinks/transformer.hpp"
 
 namespace hdat::sinks {
 
@@ -51,11 +51,11 @@ enum class Batching {
   epochs,  ///< each epoch is one permutation of the pool cut into batches; the last one is short (n_train mod batch), as PyTorch's DataLoader(shuffle=True)
 };
 
-struct ExperimentOptions {
+struct Config {
   Task task = Task::induction;
   InductionTask induction;
   ClassificationTask classification;
-  Config model;  ///< vocab, n_out and max_len are set from the task
+  TransformerConfig model;  ///< vocab, n_out and max_len are set from the task
   AdamWOptions adam;
   Precision precision = Precision::float64;
   int steps = 3000, batch = 64;  ///< steps = batches (a short last batch of an epoch counts as one)
@@ -102,9 +102,9 @@ struct ExperimentResult {
 };
 
 /// Build the model from the options, train it and evaluate it.
-ExperimentResult run_experiment(const ExperimentOptions& options);
+ExperimentResult run_experiment(const Config& options);
 
 /// The model configuration the experiment uses (vocabulary, outputs and length from the task).
-Config model_config(const ExperimentOptions& options);
+TransformerConfig model_config(const Config& options);
 
 }  // namespace hdat::sinks

@@ -1,4 +1,4 @@
-#include "hdat/attention_sinks/study.hpp"
+#include "hdat/sinks/study.hpp"
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@ hdat's at the authors' configuration (width 128, 2 layers, batch 256, lr 1e-3, a
 concatenated positions). Not used by the build or the tests; needs /usr/bin/python3 with python3-torch.
 
   --replay STEM   trains from hdat's initial parameters on hdat's batches, as recorded by
-                  `bench_attention_sinks --replay STEM` (STEM.json, STEM.bin), and evaluates on hdat's
+                  `bench_sinks --replay STEM` (STEM.json, STEM.bin), and evaluates on hdat's
                   evaluation set: the same run in another implementation (only rounding differs).
   --authors       trains as the authors' script does: its data drawn with Python's `random` (n distinct
                   tokens, the query copies t_k for k uniform in 1..n, shifted; target the successor or,

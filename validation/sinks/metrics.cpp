@@ -1,4 +1,4 @@
-#include "hdat/attention_sinks/metrics.hpp"
+#include "hdat/sinks/metrics.hpp"
 
 #include <cmath>
 #include <limits>
