@@ -41,11 +41,12 @@ __version__ = _core.version
 __all__ = ["models", "parameters", "describe", "run", "curve", "simulate", "validate", "analyze", "optimize", "sweep", "geometry", "plot",
            "integrate", "Result", "SweepResult", "Solution", "Summary", "Figures", "InputError", "NumericalError", "Interrupted"]
 
-Model = namedtuple("Model", "name summary description commands")
+Model = namedtuple("Model", "name summary description commands small")
 
 
 def models():
-    """Every model: name, one-line summary, description and commands (as `hdat list`)."""
+    """Every model: name, one-line summary, description and commands (as `hdat list`), and `small`: per
+    command, settings at which it runs in seconds (what the test suite uses)."""
     return [Model(**m) for m in _core.models()]
 
 

@@ -48,7 +48,9 @@ json models_table() {
   for (const auto* m : registry().all()) {
     json commands = json::array();
     for (const auto& [k, v] : m->commands) commands.push_back(k);
-    out.push_back({{"name", m->name}, {"summary", m->summary}, {"description", m->description}, {"commands", commands}});
+    json small = json::object();
+    for (const auto& [command, settings] : m->small) small[command] = settings;
+    out.push_back({{"name", m->name}, {"summary", m->summary}, {"description", m->description}, {"commands", commands}, {"small", small}});
   }
   return out;
 }

@@ -38,6 +38,13 @@ void register_committee(Registry& r) {
               {"n_points", 12},
               {"test_size", 500}},
              "eta_squared"};
+  // Seconds per command (the Python suite against the command line).
+  const nlohmann::json small = {{"K", 2}, {"M", 2}, {"t_max", 5}, {"n_points", 5}};
+  nlohmann::json small_sim = small;
+  small_sim.update({{"N", 100}, {"seeds", 2}, {"test_size", 200}});
+  nlohmann::json small_validate = small_sim;
+  small_validate["dims"] = {100, 200};
+  e.small = {{"curve", small}, {"simulate", small_sim}, {"validate", small_validate}};
   r.add(std::move(e));
 }
 

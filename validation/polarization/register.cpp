@@ -106,6 +106,12 @@ void register_polarization(Registry& r) {
   m.default_observables = {"loss", "one_minus_s_top", "entropy", "top_gap", "z_minus_logt", "eps_log2t"};
   m.command_observables["simulate"] = m.default_observables;  // sim.csv has the same columns as curve.csv
   m.plot = [](const std::filesystem::path& dir) { plot_folder(dir); };
+  // Seconds per command (the Python suite against the command line); curve draws the model's own figures.
+  const nlohmann::json small = {{"T", 3}, {"t_max", 10}, {"points", 5}, {"figures", false}};
+  nlohmann::json small_curve = small, small_validate = small;
+  small_curve["figures"] = true;
+  small_validate["halvings"] = 1;
+  m.small = {{"curve", small_curve}, {"simulate", small}, {"validate", small_validate}, {"analyze", small}};
   r.add(std::move(m));
 }
 

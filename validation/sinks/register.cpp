@@ -288,6 +288,9 @@ void register_sinks(Registry& registry) {
   m.commands["simulate"] = simulate;
   m.default_observables = {"accuracy", "sink_share", "sparsity", "flip_rate"};
   m.plot = [](const std::filesystem::path& dir) { plot_sinks_folder(dir); };
+  // Seconds (the Python suite against the command line).
+  m.small = {{"simulate", {{"width", 16}, {"heads", 2}, {"steps", 20}, {"batch", 8}, {"n_train", 200}, {"n_eval", 50}, {"eval_every", 10},
+                           {"vocab", 20}, {"n_tokens", 5}}}};
   registry.add(std::move(m));
 }
 

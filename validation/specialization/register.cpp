@@ -39,6 +39,15 @@ void register_specialization(Registry& r) {
               {"test_size", 2000},
               {"theory_replicas", 2}},
              "eta2"};
+  // Seconds per command (the Python suite against the command line).
+  const nlohmann::json small = {{"mc_samples", 512}, {"t_max", 5}, {"n_points", 5}};
+  nlohmann::json small_curve = small, small_sim = small, small_validate, small_analyze = small;
+  small_curve["prior.scale"] = 1.5;
+  small_sim.update({{"D", 100}, {"seeds", 2}, {"test_size", 200}});
+  small_validate = small_sim;
+  small_validate.update({{"dims", {100, 200}}, {"theory_replicas", 2}});
+  small_analyze.update({{"dims", {100}}, {"seeds", 2}, {"compare", false}, {"stages", false}, {"t_relax", 20}});
+  e.small = {{"curve", small_curve}, {"simulate", small_sim}, {"validate", small_validate}, {"analyze", small_analyze}};
   r.add(std::move(e));
 }
 

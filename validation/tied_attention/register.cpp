@@ -44,6 +44,11 @@ void register_tied_attention(Registry& r) {
               {"seeds", 24},
               {"dims", {30, 45, 60}}},
              "denoiser"};
+  // Seconds per command (the Python suite against the command line).
+  const nlohmann::json small = {{"T", 1}, {"alphas", {0.2, 0.4}}, {"d", 20}, {"seeds", 1}, {"bayes", false}};
+  nlohmann::json small_validate = small;
+  small_validate.update({{"dims", {20, 30}}, {"seeds", 2}});
+  m.small = {{"curve", small}, {"simulate", small}, {"validate", small_validate}};
   r.add(std::move(m));
 }
 

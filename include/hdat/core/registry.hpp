@@ -61,6 +61,10 @@ struct ModelEntry {
   std::function<void(const std::filesystem::path& dir)> plot;
   /// Models with a theory and a check declare their validation smoke test (tests/core/test_models.cpp).
   ValidationSmoke smoke;
+  /// Per command, flat "key": value settings at which it runs in seconds: the Python suite runs every
+  /// command of every model with them against the command line (tests/python/test_commands.py), so a
+  /// model added to the tree brings its own.
+  std::map<std::string, nlohmann::json> small;
   /// The declaration of a dynamics model (set by add_dynamics_commands): `hdat optimize` reads its
   /// controllable theory.
   std::shared_ptr<const DynamicsModel> dynamics;
