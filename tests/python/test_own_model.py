@@ -165,3 +165,11 @@ def test_a_model_name_belongs_to_one_class():
     p = hdat.parameters(TeacherStudent)
     assert p.loc["eta", "default"] == 0.5 and "learning rate" in p.loc["eta", "meaning"]
     assert list(p.loc["break_term", "choices"]) == ["none", "eta", "eta2"]
+
+
+def test_a_sweep_runs_the_python_model_and_its_exception_surfaces(tmp_path):
+    s = hdat.sweep(TeacherStudent, {"eta": [0.3, 1.2]}, observables=["final:eps"], t_max=3.0, quiet=True, out=tmp_path / "sweep")
+    for eta, eps in zip(s.tables["sweep.csv"]["eta"], s.tables["sweep.csv"]["final_eps"]):
+        assert eps == hdat.curve(TeacherStudent, eta=eta, t_max=3.0, quiet=True).tables["curve.csv"]["eps"].iloc[-1]
+    with pytest.raises(ZeroDivisionError, match="the model's own bug"):
+        hdat.sweep(DriftFails, {"eta": [0.3, 1.2]}, observables=["final:eps"], t_max=3.0, quiet=True, threads=2)
