@@ -208,7 +208,6 @@ auto passing(F&& f) -> decltype(f()) {
   }
 }
 
-class PyDynamics;
 
 // The theory: the model's drift and observables at a state.
 class PyTheory final : public OdeTheory {
