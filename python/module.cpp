@@ -20,6 +20,7 @@
 #include "hdat/core/output.hpp"
 #include "integrate.hpp"
 #include "optimize.hpp"
+#include "own_model.hpp"
 #include "run_guard.hpp"
 
 namespace py = pybind11;
@@ -76,7 +77,13 @@ py::object run_model(const std::string& model_name, const std::string& command, 
   std::optional<app::Run> run;
   const bool interrupted = run_guarded(
       [&] {
+        // One Python thread state for the worker for the whole run: a Python model's callbacks on
+        // this thread then only take the GIL (python/own_model.cpp).
+        py::gil_scoped_acquire thread_state;
+        py::gil_scoped_release running;
         run = app::run_command(model, command, params, ctx);
+        // A Python model's callback that failed where no exception can pass: its exception, and no folder.
+        if (const std::exception_ptr failure = take_callback_failure()) std::rethrow_exception(failure);
         run->command_line = command_line;
         app::write_output(out, *run);
       },
@@ -202,4 +209,5 @@ PYBIND11_MODULE(_core, m) {
         py::arg("lines"), py::arg("together"), py::arg("generic"), "as `hdat plot DIR`");
   bind_integrate(m);
   bind_optimize(m);
+  bind_own_model(m);
 }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "hdat/core/progress.hpp"
+#include "own_model.hpp"
 
 namespace hdat::python {
 
@@ -97,7 +98,10 @@ class StderrForward {
 }  // namespace
 
 bool run_guarded(const std::function<void()>& work, const GuardOptions& options) {
-  if (g_active_runs++ == 0) clear_interrupt();
+  if (g_active_runs++ == 0) {
+    clear_interrupt();
+    take_callback_failure();  // a stale one, from a call that raised it directly
+  }
   std::mutex mutex;
   std::condition_variable finished;
   bool done = false;
@@ -146,8 +150,12 @@ bool run_guarded(const std::function<void()>& work, const GuardOptions& options)
     worker.join();
   }
   forward.finish();
+  // A Python model's callback that failed where the harness could not let its exception pass (a
+  // seed's run, a sweep point): that exception, not what the interrupted work made of it.
+  const std::exception_ptr failure = user_interrupt ? nullptr : take_callback_failure();
   if (--g_active_runs == 0) clear_interrupt();
   if (signal_error) std::rethrow_exception(signal_error);
+  if (failure) std::rethrow_exception(failure);
   if (error && !user_interrupt) std::rethrow_exception(error);
   return user_interrupt;
 }

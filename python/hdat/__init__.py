@@ -32,6 +32,7 @@ import pandas as pd
 from . import _core
 from ._errors import InputError, Interrupted, NumericalError
 from ._integrate import Solution, integrate
+from ._model import Boolean, Choice, Config, Integer, IntegerList, Model, Real, RealList, RealMatrix, Text, model_name, register
 from ._keys import call_text, equivalent, split
 from ._plot import Figures, plot
 from ._results import Result, SweepResult, new_folder, owned_folder
@@ -39,27 +40,28 @@ from ._core import Summary
 
 __version__ = _core.version
 __all__ = ["models", "parameters", "describe", "run", "curve", "simulate", "validate", "analyze", "optimize", "sweep", "geometry", "plot",
-           "integrate", "Result", "SweepResult", "Solution", "Summary", "Figures", "InputError", "NumericalError", "Interrupted"]
+           "integrate", "Result", "SweepResult", "Solution", "Summary", "Figures", "InputError", "NumericalError", "Interrupted",
+           "Model", "Config", "Real", "Integer", "RealList", "IntegerList", "RealMatrix", "Boolean", "Text", "Choice", "register"]
 
-Model = namedtuple("Model", "name summary description commands small")
+ModelInfo = namedtuple("ModelInfo", "name summary description commands small")
 
 
 def models():
     """Every model: name, one-line summary, description and commands (as `hdat list`), and `small`: per
     command, settings at which it runs in seconds (what the test suite uses)."""
-    return [Model(**m) for m in _core.models()]
+    return [ModelInfo(**m) for m in _core.models()]
 
 
 def describe(model=None):
     """The text `hdat list` (no model) or `hdat list MODEL` prints."""
-    return _core.models_text() if model is None else _core.parameters_text(model)
+    return _core.models_text() if model is None else _core.parameters_text(model_name(model))
 
 
 def parameters(model):
     """A model's keys, one row each (index: key), as `hdat list MODEL` shows them: type, default, range
     (as the command line says it; low/high/low_open/high_open in numbers), meaning, and `applies_when`
     (the condition under which the key applies; "" for always), plus the allowed choices."""
-    rows = _core.parameters(model)
+    rows = _core.parameters(model_name(model))
     frame = pd.DataFrame(rows, columns=["key", "type", "default", "range", "doc", "condition", "choices", "low", "high", "low_open", "high_open"])
     return frame.rename(columns={"doc": "meaning", "condition": "applies_when"}).set_index("key")
 
@@ -129,6 +131,7 @@ def run(model, command, params=None, *, out=None, threads=0, quiet=False, replac
     _check_threads(threads)
     if not isinstance(replace, bool):
         raise InputError("parameter 'replace': must be True or False", "replace")
+    model = model_name(model)  # a Model class: registered once under its name
     config, sets = split(params, keys, _declared(model))
     words = [command, model]
     text = call_text(command if command in ("curve", "simulate", "validate", "analyze") else "run",
@@ -212,6 +215,7 @@ def sweep(model, grid, params=None, *, mode="theory", observables=None, out=None
         raise InputError("parameter 'grid': give {key: values} with at least one key", "grid")
     if isinstance(observables, str):
         observables = [observables]
+    model = model_name(model)
     config, sets = split(params, keys, _declared(model))
     grid_args = [_grid_text(k, v) for k, v in grid.items()]
     observables = list(observables or [])

@@ -32,7 +32,8 @@ def split_keys(keys):
 
 
 def test_every_registered_command_is_covered():
-    registered = {(m.name, c) for m in hdat.models() for c in m.commands}
+    # (models declared in Python by other tests of this session are not the build's: test_own_model.py)
+    registered = {(m.name, c) for m in hdat.models() if m.name not in hdat._model._registered for c in m.commands}
     missing = registered - set(SMALL) - set(ELSEWHERE)
     assert not missing, f"give these commands small settings in their model's register.cpp (ModelEntry::small): {sorted(missing)}"
 

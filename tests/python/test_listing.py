@@ -9,16 +9,18 @@ from conftest import cli
 
 def test_models_are_the_registry_of_the_command_line():
     text = cli("list", check=0).stdout
-    assert hdat.describe() == text
+    if not hdat._model._registered:  # models declared in Python are listed too
+        assert hdat.describe() == text
     names = re.findall(r"^  (\S+) ", text, flags=re.M)
-    assert [m.name for m in hdat.models()] == names
-    for m in hdat.models():
+    built = [m for m in hdat.models() if m.name not in hdat._model._registered]  # not those declared in Python (test_own_model.py)
+    assert [m.name for m in built] == names
+    for m in built:
         assert m.summary and m.commands
         assert f"commands: {', '.join(m.commands)}" in text
 
 
 def test_every_key_as_hdat_list_model_shows_it():
-    for m in hdat.models():
+    for m in [m for m in hdat.models() if m.name not in hdat._model._registered]:
         text = cli("list", m.name, check=0).stdout
         assert hdat.describe(m.name) == text
         table = hdat.parameters(m.name)
