@@ -492,11 +492,11 @@ py::dict register_model(const py::dict& spec, const py::object& instance, const 
   for (auto p : spec["parameters"]) declare(e.params, p.cast<py::dict>());
   declare_break_term(e.params, model->terms);
   declare_standard_keys(e.params, model->defaults);
+  e.params.theory_only(spec["theory_only_keys"].cast<std::vector<std::string>>());  // kept out of the seeds' hash
 
   auto dynamics = std::make_shared<DynamicsModel>();
   dynamics->bind = [model](const Params& p) -> std::unique_ptr<const Dynamics> { return std::make_unique<const PyDynamics>(*model, p); };
   dynamics->start_keys = spec["start_keys"].cast<std::vector<std::string>>();
-  dynamics->theory_only_keys = spec["theory_only_keys"].cast<std::vector<std::string>>();
   add_dynamics_commands(e, dynamics);
   py::dict kinds;
   for (const ParamSpec& s : e.params.specs()) kinds[py::str(s.key)] = kind_of(s.kind);
