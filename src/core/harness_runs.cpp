@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <mutex>
 #include <cmath>
 #include <functional>
 
@@ -226,9 +229,14 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
   for (std::size_t k = 0; k < n_seeds; ++k)
     if (done[k]) progress.advance(per_seed);
   const int threads = settings.parallel_seeds ? (ctx.threads > 0 ? ctx.threads : omp_get_max_threads()) : 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (std::size_t k = 0; k < n_seeds; ++k) {
-    if (done[k] || interrupted()) continue;
+  // A seed that throws (a model's error): no new seed starts, the running ones stop at their next
+  // observation, the finished ones stay persisted, and the first exception reaches the caller (it
+  // must not escape the OpenMP region: that would terminate the process).
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  std::atomic<bool> failed{false};
+  const auto stopping = [&failed] { return interrupted() || failed.load(); };
+  const auto run_seed = [&](std::size_t k) {
     auto system = bound.system(size, k);
     // The run starts at its own t_start: its initial state is recorded there, before any step,
     // whatever the observation times.
@@ -237,7 +245,7 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
     bool complete = true;
     double reached = times.front();
     for (double time : times) {
-      if (interrupted()) {
+      if (stopping()) {
         complete = false;
         break;
       }
@@ -248,7 +256,7 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
       progress.advance(time - reached);
       reached = time;
     }
-    if (!complete) continue;
+    if (!complete) return;
     records[k] = system->record();
     if (!persist.empty()) {
       if (!records[k].empty()) write_file_atomic(seed_file(k, ".csv.json"), records[k].dump() + "\n");
@@ -258,8 +266,20 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
     runs[k] = std::move(t);
     initial[k] = x0;
     done[k] = 1;
+  };
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (std::size_t k = 0; k < n_seeds; ++k) {
+    if (done[k] || stopping()) continue;
+    try {
+      run_seed(k);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      failed = true;
+    }
   }
   progress.finish();
+  if (failure) std::rethrow_exception(failure);
   check_same_columns(runs, done, persist);
   for (std::size_t k = 0; k < n_seeds; ++k)
     if (done[k]) {

@@ -105,3 +105,18 @@ TEST_CASE("specialization: validate builds each theory once per replica and each
 TEST_CASE("polarization: validate builds each theory once per replica and each system once per run") {
   check_validate("polarization", *polarization::dynamics_model(), polarization_settings, false);
 }
+
+// A finite system that throws in one seed (a model's error) reaches the caller as that exception, not
+// as a terminated process: exceptions must not escape the harness's parallel loop of seeds.
+TEST_CASE("a seed whose system throws: the exception reaches the caller") {
+  const Params p = resolved("committee", {{"N", 100}, {"seeds", 4}, {"t_max", 1.0}, {"n_points", 3}, {"test_size", 50}});
+  auto built = std::make_shared<std::atomic<int>>(0);
+  const DynamicsModel failing = testing::forwarding(*committee::dynamics_model(), nullptr, nullptr, [built] {
+    if (++*built == 3) throw std::runtime_error("the third seed's system fails");
+  });
+  for (int threads : {1, 2}) {
+    RunContext ctx = quiet_context(threads);
+    CHECK_THROWS_WITH_AS(dynamics_simulate(failing, p, ctx), "the third seed's system fails", std::runtime_error);
+    *built = 0;
+  }
+}
