@@ -202,6 +202,7 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
   const auto n_seeds = static_cast<std::size_t>(settings.seeds);
   std::vector<Table> runs(n_seeds);
   std::vector<nlohmann::json> records(n_seeds, nlohmann::json::object());
+  std::vector<std::optional<std::vector<std::string>>> checks(n_seeds);
   std::vector<Eigen::VectorXd> initial(n_seeds);
   std::vector<char> done(n_seeds, 0);
   const fs::path persist = ctx.out.empty() ? fs::path() : ctx.out / "seeds";
@@ -219,6 +220,8 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
         if (t.rows() != times.size() || !has_columns(t, layout.columns()) || x0.size() != layout.size()) continue;
         runs[k] = std::move(t), initial[k] = x0, done[k] = 1;
         if (fs::exists(seed_file(k, ".csv.json"))) records[k] = nlohmann::json::parse(read_file(seed_file(k, ".csv.json")));
+        if (fs::exists(seed_file(k, ".checks.json")))
+          checks[k] = nlohmann::json::parse(read_file(seed_file(k, ".checks.json"))).get<std::vector<std::string>>();
       }
 
   // Work in time reached summed over the seeds: a run's steps grow with t, not with the number of
@@ -258,8 +261,10 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
     }
     if (!complete) return;
     records[k] = system->record();
+    checks[k] = system->failed_checks();
     if (!persist.empty()) {
       if (!records[k].empty()) write_file_atomic(seed_file(k, ".csv.json"), records[k].dump() + "\n");
+      if (checks[k]) write_file_atomic(seed_file(k, ".checks.json"), nlohmann::json(*checks[k]).dump() + "\n");
       write_file_atomic(seed_file(k, ".initial.json"), state_json(x0).dump() + "\n");
       write_file_atomic(seed_file(k, ".csv"), t.to_csv());  // last: its presence marks the seed finished
     }
@@ -285,6 +290,7 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
     if (done[k]) {
       ens.runs.push_back(runs[k]);
       ens.records.push_back(records[k]);
+      ens.failed_checks.push_back(checks[k]);
       ens.initial_states.push_back(initial[k]);
       if (!bound.model().escape_event.empty()) ens.escape_times.push_back(sampled_escape_time(bound, ens.runs.back()));
     }

@@ -116,6 +116,13 @@ std::string verdict_lines(const Verdict& verdict, const FamilyTest& family) {
   return text + fmt::format("  verdict: {}\n", says);
 }
 
+// The finite runs' own checks (FiniteSystem::failed_checks) over every size: whether any run checks
+// something, how many do, and every failure with its run.
+struct RunChecks {
+  int runs = 0;
+  std::vector<std::string> failures;
+};
+
 FamilyCriterion trajectory_criterion(const DynamicsSettings& s) {
   FamilyCriterion c;
   c.false_alarm = s.false_alarm;
@@ -437,6 +444,15 @@ TrajectoryValidation validate_trajectories(const Bound& bound, RunContext& ctx) 
       verdict.merge(Verdict::undecided(fmt::format("nothing compared at {} = {:g} (the window ends at t = {:g})", sz, runs[k].ensemble.size, runs[k].t_compare)));
   }
   const GapTrend trend = gap_trend(cmp, gaps, s);
+  RunChecks checks;
+  for (const SizeRun& r : runs)
+    for (std::size_t i = 0; i < r.ensemble.failed_checks.size(); ++i)
+      if (const auto& failed = r.ensemble.failed_checks[i]) {
+        ++checks.runs;
+        for (const auto& what : *failed) checks.failures.push_back(fmt::format("{} = {:g}, run {}: {}", sz, r.ensemble.size, i, what));
+      }
+  if (!checks.failures.empty())
+    verdict.merge(Verdict::disagree(fmt::format("{} of the finite runs' own checks fail (failed_checks)", checks.failures.size())));
   const double escape_slope = escape_time_slope(v.escape, sz);
   if (!trend.order_ok) verdict.merge(Verdict::disagree(fmt::format("the gap does not shrink with order >= {}", s.min_order)));
 
@@ -455,9 +471,14 @@ TrajectoryValidation validate_trajectories(const Bound& bound, RunContext& ctx) 
                    {"gap_exponent_expected", s.gap_exponent_expected},
                    {"escape_time_slope_vs_log_size", number_or_null(escape_slope)}});
   if (!trend.order_ok) v.record["failure"] = fmt::format("the gap does not shrink with order >= {}", s.min_order);
+  if (checks.runs) v.record["failed_checks"] = checks.failures;
   v.summary += fmt::format("  gap ~ {}^p on t <= {:.3g}: p = {}; expected about {:g}\n", sz, cmp.t_common, trend.exponent_line,
                            s.gap_exponent_expected);
   if (std::isfinite(escape_slope)) v.summary += fmt::format("  plateau escape time vs log {}: slope {:.2f}\n", sz, escape_slope);
+  if (checks.runs)
+    v.summary += checks.failures.empty() ? fmt::format("  the finite runs' own checks: hold in all {} runs\n", checks.runs)
+                                         : "  the finite runs' own checks FAIL:\n";
+  for (const auto& f : checks.failures) v.summary += "    - " + f + "\n";
   v.summary += verdict_lines(verdict, family);
   return v;
 }

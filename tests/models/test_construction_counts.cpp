@@ -20,6 +20,7 @@
 #include "../quiet_context.hpp"
 #include "forwarding_dynamics.hpp"
 #include "hdat/committee/declaration.hpp"
+#include "hdat/core/exit_code.hpp"
 #include "hdat/core/harness.hpp"
 #include "hdat/polarization/declaration.hpp"
 #include "hdat/specialization/declaration.hpp"
@@ -119,4 +120,67 @@ TEST_CASE("a seed whose system throws: the exception reaches the caller") {
     CHECK_THROWS_WITH_AS(dynamics_simulate(failing, p, ctx), "the third seed's system fails", std::runtime_error);
     *built = 0;
   }
+}
+
+namespace {
+
+// A committee run whose own checks report `failures` (FiniteSystem::failed_checks).
+class CheckedSystem final : public FiniteSystem {
+ public:
+  CheckedSystem(std::unique_ptr<FiniteSystem> inner, std::vector<std::string> failures) : inner_(std::move(inner)), failures_(std::move(failures)) {}
+  double time() const override { return inner_->time(); }
+  void advance_to(double t) override { inner_->advance_to(t); }
+  Eigen::VectorXd state() const override { return inner_->state(); }
+  Observables observe() override { return inner_->observe(); }
+  DriftTerms increment() override { return inner_->increment(); }
+  std::optional<std::vector<std::string>> failed_checks() const override { return failures_; }
+
+ private:
+  std::unique_ptr<FiniteSystem> inner_;
+  std::vector<std::string> failures_;
+};
+
+class CheckedDynamics final : public Dynamics {
+ public:
+  CheckedDynamics(std::unique_ptr<const Dynamics> inner, std::vector<std::string> failures) : inner_(std::move(inner)), failures_(std::move(failures)) {}
+  DynamicsSettings settings() const override { return inner_->settings(); }
+  StateLayout layout() const override { return inner_->layout(); }
+  std::unique_ptr<OdeTheory> theory(int replica) const override { return inner_->theory(replica); }
+  Eigen::VectorXd initial_state(const OdeTheory& theory) const override { return inner_->initial_state(theory); }
+  std::unique_ptr<FiniteSystem> system(double size, std::uint64_t replica) const override {
+    return std::make_unique<CheckedSystem>(inner_->system(size, replica), failures_);
+  }
+  std::vector<EventFunction> events() const override { return inner_->events(); }
+
+ private:
+  std::unique_ptr<const Dynamics> inner_;
+  std::vector<std::string> failures_;
+};
+
+DynamicsModel with_checks(const DynamicsModel& model, std::vector<std::string> failures) {
+  DynamicsModel m = model;
+  m.bind = [inner = model.bind, failures](const Params& p) -> std::unique_ptr<const Dynamics> {
+    return std::make_unique<const CheckedDynamics>(inner(p), failures);
+  };
+  return m;
+}
+
+}  // namespace
+
+// A finite run's own failing check (a conservation law, an identity of every step) is a
+// disagreement of validate, whatever the comparison of trajectories says; checks that hold change
+// nothing but the summary line saying so.
+TEST_CASE("validate: a finite run's own failing check makes it disagree") {
+  nlohmann::json s = committee_settings;
+  s.erase("drift_samples"), s.erase("drift_times");
+  const Params p = resolved("committee", s);
+  RunContext ctx = quiet_context();
+  const RunOutput plain = dynamics_validate(*committee::dynamics_model(), p, ctx);
+  const RunOutput holding = dynamics_validate(with_checks(*committee::dynamics_model(), {}), p, ctx);
+  CHECK(holding.exit_code == plain.exit_code);
+  CHECK(holding.summary.find("own checks: hold in all 6 runs") != std::string::npos);
+  const RunOutput failing = dynamics_validate(with_checks(*committee::dynamics_model(), {"|v|^2 drifts"}), p, ctx);
+  CHECK(failing.exit_code == code(ExitCode::disagree));
+  CHECK(failing.info["validation"]["failed_checks"].size() == 6);
+  CHECK(failing.summary.find("N = 100, run 0: |v|^2 drifts") != std::string::npos);
 }

@@ -104,7 +104,10 @@ TEST_CASE("validate: GD and the reduced flow agree with an O(η) gap that halves
   CHECK(out.exit_code == 0);
   const auto& v = out.info["validation"];
   CHECK(v["verdict"] == "agree");
-  CHECK(v["identity_failures"].empty());
+  // The identities of every step are the runs' own checks: listed (none failing) in the record.
+  REQUIRE(v.contains("failed_checks"));
+  CHECK(v["failed_checks"].is_array());
+  CHECK(v["failed_checks"].empty());
   CHECK(v["drift"]["verdict"] == "agree");
   for (const std::string block : {"loss", "V_norm", "u", "a"}) {
     CAPTURE(block);
@@ -320,10 +323,13 @@ TEST_CASE("simulate persists its run with the record of gradient descent; a reru
   CHECK(record.contains("invariants"));
   CHECK(record.contains("events"));
   CHECK(first.info["events"] == record["events"]);
-  int persisted = 0;
-  for (const auto& e : fs::directory_iterator(dir / "seeds"))  // the run's record, beside its initial state
-    persisted += e.path().extension() == ".json" && e.path().string().find(".initial.json") == std::string::npos;
-  CHECK(persisted == 1);
+  int records = 0, checks = 0;
+  for (const auto& e : fs::directory_iterator(dir / "seeds")) {  // the run's record and its own checks, beside its initial state
+    records += e.path().string().find(".csv.json") != std::string::npos;
+    checks += e.path().string().find(".checks.json") != std::string::npos;
+  }
+  CHECK(records == 1);
+  CHECK(checks == 1);
   const RunOutput again = run("simulate", sets, dir);
   CHECK(again.info["simulation"]["runs"][0] == record);
   CHECK(again.tables.at("sim.csv").to_csv() == first.tables.at("sim.csv").to_csv());

@@ -542,7 +542,7 @@ ClaimResult claim_sign(const Params& p0, bool quiet) {
       ch.add("da/dt = −γ C(s) u (the sign reportedly printed): validate disagrees; largest gap at the smallest η", gap, kNaN, c.tolerance, !agree,
              "orders " + orders);
     R.info[tag] = {{"verdict", rec["verdict"]}, {"criterion", rec["criterion"]}, {"gap_exponent", rec["gap_exponent"]},
-                   {"gap_order", rec["gap_order"]}, {"identity_failures", rec["identity_failures"]}, {"drift", rec["drift"]["verdict"]}};
+                   {"gap_order", rec["gap_order"]}, {"failed_checks", rec.value("failed_checks", nlohmann::json::array())}, {"drift", rec["drift"]["verdict"]}};
   }
   R.checks = ch.table;
   R.all_pass = ch.all;

@@ -102,6 +102,8 @@ struct Ensemble {
   std::vector<Table> runs;           ///< one per finished seed (run_columns of the system's observables)
   std::vector<double> escape_times;  ///< per finished seed (NaN: no escape), when the model declares an escape_event
   std::vector<nlohmann::json> records;  ///< per finished seed: FiniteSystem::record() (persisted with the seed)
+  /// per finished seed: FiniteSystem::failed_checks() (persisted with the seed; none: the system checks nothing)
+  std::vector<std::optional<std::vector<std::string>>> failed_checks;
   /// per finished seed: the state at the run's start (t_start), recorded before the first step and
   /// persisted with the seed, whether or not the observation times include t_start
   std::vector<Eigen::VectorXd> initial_states;

@@ -130,6 +130,10 @@ class FiniteSystem {
   /// What the run reports beyond its table once it is done (events, invariants checked along the
   /// way, steps per second): simulate and validate list it per seed. Default: nothing.
   virtual nlohmann::json record() const { return nlohmann::json::object(); }
+  /// The invariants the run checks along the way (conservation laws, identities of every step) that
+  /// failed, in words; empty: all hold. None (the default): the system checks nothing. validate
+  /// disagrees when a run's own check fails.
+  virtual std::optional<std::vector<std::string>> failed_checks() const { return std::nullopt; }
 };
 
 /// Settings of the harness for one configuration, read from the model's parameters.

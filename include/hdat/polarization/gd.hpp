@@ -13,6 +13,7 @@
 #include <Eigen/Dense>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ class GradientDescent : public FiniteSystem {
   DriftTerms increment() override;
   /// steps, finite, wall_seconds, steps_per_second, invariants, events, identity_failures.
   nlohmann::json record() const override;
+  /// The identities of every step (conservation laws, the |V|² identity, span(β*)) that failed.
+  std::optional<std::vector<std::string>> failed_checks() const override { return identity_failures(); }
 
   /// Step until `steps` steps are done (or the state turns non-finite, or an interrupt).
   void advance_steps(long steps);
