@@ -23,7 +23,8 @@ std::vector<std::string> columns(std::vector<std::string> keys, const std::vecto
 // seed means with n_k − 1 degrees of freedom each (Welch–Satterthwaite); where the fit's scatter
 // inflated se(a) (stats::extrapolate_inverse_size), the scatter's own d − 2.
 double intercept_dof(const std::vector<double>& d, const std::vector<double>& se, const std::vector<long>& n,
-                     const stats::InverseSizeFit& fit) {
+                     const stats::InverseSizeFit& fit, bool& from_scatter) {
+  from_scatter = false;
   if (d.size() == 1) return static_cast<double>(n[0] - 1);
   double S = 0, Sx = 0, Sxx = 0;
   for (std::size_t k = 0; k < d.size(); ++k) {
@@ -39,6 +40,7 @@ double intercept_dof(const std::vector<double>& d, const std::vector<double>& se
     fourth += n[k] > 1 ? v * v / static_cast<double>(n[k] - 1) : INFINITY;
   }
   const bool inflated = fit.a_se > std::sqrt(variance) * (1 + 1e-12);
+  from_scatter = inflated;
   if (inflated) return static_cast<double>(d.size() - 2);
   return variance * variance / fourth;
 }
@@ -69,7 +71,7 @@ void InverseSizeCheck::add(const std::vector<Cell>& key_values, double theory, c
   pt.fit = stats::extrapolate_inverse_size(d, y, se);
   pt.seeds = *std::min_element(n.begin(), n.end());
   const bool all_errors = std::all_of(se.begin(), se.end(), [](double s) { return s > 0; });
-  pt.dof = all_errors ? intercept_dof(d, se, n, pt.fit) : pt.seeds - 1.0;
+  pt.dof = all_errors ? intercept_dof(d, se, n, pt.fit, pt.dof_from_sizes) : pt.seeds - 1.0;
   points_.push_back(std::move(pt));
 }
 
@@ -94,6 +96,7 @@ FamilyTest InverseSizeCheck::family() const {
     e.se_seeds = pt.fit.a_se;
     e.seeds = pt.seeds;
     e.dof_seeds = pt.dof;
+    if (pt.dof_from_sizes) e.dof_key = "dims";
     e.allowance = criterion_.rel_floor * std::fabs(pt.theory);
     e.scale = scale;
     e.block = std::visit([](const auto& v) { return fmt::format("{}", v); }, group(pt));

@@ -108,6 +108,7 @@ Judgement judge(const ComparedEntry& e, const FamilyCriterion& c, long tests) {
 
 long seeds_needed(const ComparedEntry& e, const FamilyCriterion& c, long tests) {
   if (judge(e, c, tests).resolved) return 0;
+  if (!e.dof_key.empty()) return -1;  // the degrees of freedom do not grow with the seeds
   const long n = std::max<long>(e.seeds, 1);
   const double own = std::isnan(e.dof_seeds) ? static_cast<double>(n - 1) : e.dof_seeds;
   const double dof_per_seed = n > 1 ? own / static_cast<double>(n - 1) : 1.0;
@@ -183,6 +184,7 @@ struct FamilyTest::Summary {
   std::size_t worst = 0, least_resolved = 0;
   double worst_ratio = 0, resolution = 0;  // largest |δ| / allowed (sign flip: z / c); largest c·SE / scale
   long seeds = 0;                          // the most seeds any block needs (-1: seeds cannot)
+  std::string dof_key;                     // an unresolved entry's degrees of freedom come from this key
   std::vector<std::string> unresolved_blocks;
 };
 
@@ -206,6 +208,7 @@ FamilyTest::Summary FamilyTest::summarise() const {
     if (!j.resolved) {
       ++s.unresolved;
       if (!flip_) b.second.push_back(seeds_needed(e, criterion_, s.tests));
+      if (!e.dof_key.empty()) s.dof_key = e.dof_key;
     }
   }
   if (flip_) {
@@ -238,8 +241,11 @@ std::string describe_entry(const nlohmann::json& where) {
 }
 }  // namespace
 
-std::string FamilyTest::raise_text(long seeds) const {
+std::string FamilyTest::raise_text(long seeds, const std::string& dof_key) const {
   if (seeds > 0) return fmt::format("raise {} to at least {}", criterion_.seeds_key, seeds);
+  if (!dof_key.empty())
+    return fmt::format("more {} alone cannot: the degrees of freedom come from the fit over the sizes (they scatter about it beyond "
+                       "their errors): add sizes to {}", criterion_.seeds_key, dof_key);
   return fmt::format("more {} alone cannot: {}", criterion_.seeds_key,
                      criterion_.other_key.empty() ? "the other error is too large" : "raise " + criterion_.other_key);
 }
@@ -284,7 +290,7 @@ Verdict FamilyTest::verdict() const {
                                           "scale (worst at {}: {:.3g} x; {} of {} entries alike); {}",
                                           criterion_.seeds_key, s.unresolved_blocks.front().empty() ? "the family" : s.unresolved_blocks.front(),
                                           criterion_.detectable, describe_entry(w.where), s.resolution, s.unresolved, entries_.size(),
-                                          raise_text(s.seeds)));
+                                          raise_text(s.seeds, s.dof_key)));
   }
   return {};
 }

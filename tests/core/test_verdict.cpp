@@ -241,3 +241,22 @@ TEST_CASE("the record says which test decided: the sign-flip criterion in words,
   CHECK(t.criterion_text("0").find("Bonferroni") != std::string::npos);
   CHECK(t.record()["max_deviation_over_allowed"].get<double>() > 0);
 }
+
+// A d -> infinity fit whose scatter over the sizes sets se(a) has the fit's d - 2 degrees of freedom,
+// which more seeds do not raise: the verdict must send the user to the sizes, not ask for more seeds
+// (the thorough tied-attention hardmax check asked for 14, then at 16 for 52).
+TEST_CASE("undecided where the degrees of freedom come from the fit over the sizes: it says to add sizes, not seeds") {
+  FamilyCriterion c;
+  FamilyTest f(c);
+  for (int k = 0; k < 4; ++k) {
+    ComparedEntry e = entry(0.01, 0.005, 16);
+    e.dof_seeds = 1;  // three sizes: d - 2
+    e.dof_key = "dims";
+    f.add(e);
+  }
+  const Verdict v = f.verdict();
+  REQUIRE(v.kind == VerdictKind::undecided);
+  REQUIRE(v.reasons.size() == 1);
+  CHECK(v.reasons.front().find("add sizes to dims") != std::string::npos);
+  CHECK(v.reasons.front().find("raise seeds to at least") == std::string::npos);
+}

@@ -75,6 +75,7 @@ class InverseSizeCheck {
     double theory = 0;
     stats::InverseSizeFit fit;
     double dof = 0;  // of se(a)
+    bool dof_from_sizes = false;  // the fit's scatter over the sizes set them (more seeds cannot raise them)
     long seeds = 0;
     bool conditions = true;
   };

@@ -84,6 +84,9 @@ struct ComparedEntry {
   double se_seeds = 0;   ///< standard error over `seeds` independent repetitions (shrinks as 1/√seeds)
   long seeds = 0;
   double dof_seeds = std::numeric_limits<double>::quiet_NaN();  ///< NaN: seeds − 1
+  /// Where the degrees of freedom come from something other than the seeds (a fit over sizes whose
+  /// scatter sets se): the key that raises them ("dims"); more seeds then cannot resolve the entry.
+  std::string dof_key;
   double se_other = 0;   ///< an independent error that more seeds do not reduce (the theory's sampling)
   double dof_other = std::numeric_limits<double>::infinity();
   double allowance = 0;  ///< accepted on top of c · SE (a known bias)
@@ -172,7 +175,7 @@ class FamilyTest {
  private:
   struct Summary;
   Summary summarise() const;
-  std::string raise_text(long seeds) const;
+  std::string raise_text(long seeds, const std::string& dof_key = "") const;
   FamilyCriterion criterion_;
   std::vector<ComparedEntry> entries_;
   std::optional<SignFlipOutcome> flip_;
