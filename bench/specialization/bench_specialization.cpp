@@ -111,12 +111,12 @@ int main(int argc, char** argv) {
     const OrderParameterFlow flow(Config::from(p), fo);
     Eigen::MatrixXd M0, R0;
     initial_overlaps(p, flow.setup(), M0, R0);
-    const Trajectory tr = integrate_flow(flow, M0, R0, observation_times(p), integrate_options(p, flow.layout()));
+    const FlowRun tr = integrate_flow(flow, M0, R0, observation_times(p), integrate_options(p, flow.layout()));
     const double wall = seconds_since(t0);
     fmt::print("theory curve, {} thread(s): {:.3f} s total; {} rhs calls, {:.2f} ms per rhs ({} evaluations each); "
                "{} accepted / {} rejected steps; final risk {:.6f}\n",
                threads, wall, tr.solver.rhs_calls, 1e3 * tr.solver.rhs_seconds / tr.solver.rhs_calls, flow.evaluations_per_expectation(),
-               tr.solver.accepted_steps, tr.solver.rejected_steps, tr.table.number(tr.table.rows() - 1, "risk"));
+               tr.solver.accepted_steps, tr.solver.rejected_steps, tr.trajectory.quantity(tr.trajectory.size() - 1, *tr.trajectory.observable("risk")).value);
   }
 
   // 2. Simulator: steps per second against the roofline of this core.

@@ -133,16 +133,16 @@ RunOutput dynamics_curve(const Bound& bound, RunContext& ctx) {
   progress.finish();
 
   RunOutput out;
-  out.tables["curve.csv"] = run.table;
+  out.tables["curve.csv"] = run.trajectory.table();
   out.info["t_start"] = s.t_start;
   out.info["solver"] = run.solver.to_json();
   out.info["initial"] = blocks_json(bound.layout(), run.initial);
   out.info["final"] = blocks_json(bound.layout(), run.final);
   for (const auto& [key, value] : run.info.items()) out.info[key] = value;
   out.info["start"] = start_state.description;
-  const std::size_t n = run.table.rows();
+  const std::size_t n = run.trajectory.size();
   // The last time reported (the solver's own t_reached may lie past it, inside its last step).
-  const double t_last = n ? run.table.number(n - 1, "t") : s.t_start;
+  const double t_last = n ? run.trajectory.t(n - 1) : s.t_start;
   out.summary = fmt::format("theory{} from t = {:g} to t = {:g}\n  start from         {}\n", describe(bound), s.t_start, t_last,
                             start_state.description);
   if (n) {
@@ -175,7 +175,7 @@ RunOutput dynamics_simulate(const Bound& bound, RunContext& ctx) {
   const Ensemble ens = run_ensemble(bound, s.simulate_size, ctx);
 
   RunOutput out;
-  out.tables["sim.csv"] = ens.mean;
+  out.tables["sim.csv"] = ens.mean.table();
   nlohmann::json escapes = nlohmann::json::array();
   for (double e : ens.escape_times) escapes.push_back(number_or_null(e));
   out.info["t_start"] = s.t_start;
@@ -192,12 +192,13 @@ RunOutput dynamics_simulate(const Bound& bound, RunContext& ctx) {
   if (!ens.records.empty() && !ens.records.front().empty()) out.info["simulation"]["runs"] = ens.records;
   out.summary = fmt::format("simulation{}: {} = {:g}, {} of {} seeds, t up to {:g}, {:.2f} s\n", describe(bound), s.size_name,
                             s.simulate_size, ens.finished, ens.requested, s.times.back(), ens.seconds);
-  const std::size_t n = ens.mean.rows();
+  const std::size_t n = ens.mean.size();
   const Observables theory_observables = n ? bound.theory(0).observe(measured_initial_state(ens, bound.layout()), 0.0) : Observables();
   for (const auto& name : theory_observables.names())
-    if (ens.mean.has_column(name))
-        out.summary += fmt::format("  final {:<12} {:.5f} ± {:.5f} (seed mean ± standard error)\n", name, ens.mean.number(n - 1, name),
-                                   ens.mean.number(n - 1, name + "_se"));
+    if (const auto k = ens.mean.observable(name)) {
+      const Measured last = ens.mean.quantity(n - 1, *k);
+      out.summary += fmt::format("  final {:<12} {:.5f} ± {:.5f} (seed mean ± standard error)\n", name, last.value, last.se);
+    }
   finish(bound, "simulate", out);
   if (ens.finished < ens.requested) {
     out.exit_code = code(ExitCode::interrupted);

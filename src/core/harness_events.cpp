@@ -8,21 +8,15 @@
 
 namespace hdat {
 
-double sampled_event_time(const EventFunction& event, const Table& run, const StateLayout& layout) {
-  std::vector<double> t;
+double sampled_event_time(const EventFunction& event, const Trajectory& run) {
   std::vector<Eigen::VectorXd> x;
-  for (std::size_t r = 0; r < run.rows(); ++r) {
-    std::vector<double> values;
-    for (const auto& c : layout.columns()) values.push_back(run.number(r, c));
-    t.push_back(run.number(r, "t"));
-    x.push_back(layout.from_values(values));
-  }
-  return first_sampled_crossing(event, t, x);
+  for (std::size_t r = 0; r < run.size(); ++r) x.push_back(run.state(r));
+  return first_sampled_crossing(event, run.times(), x);
 }
 
-double sampled_escape_time(const Bound& bound, const Table& run) {
+double sampled_escape_time(const Bound& bound, const Trajectory& run) {
   const EventFunction* escape = bound.escape();
-  return escape ? sampled_event_time(*escape, run, bound.layout()) : NAN;
+  return escape ? sampled_event_time(*escape, run) : NAN;
 }
 
 void report_theory_events(const Bound& bound, const TheoryRun& run, RunOutput& out) {

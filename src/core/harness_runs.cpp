@@ -18,50 +18,23 @@ namespace hdat {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> run_columns(const Observables& observables, const StateLayout& layout) {
-  std::vector<std::string> cols = {"t"};
-  for (std::size_t k = 0; k <= observables.size(); ++k) {
-    if (k == observables.blocks_at())
-      for (const auto& c : layout.columns()) cols.push_back(c);
-    if (k == observables.size()) break;
-    cols.push_back(observables.names()[k]);
-    if (observables.estimated(k)) cols.push_back(observables.names()[k] + "_se");
-  }
-  return cols;
-}
-
-std::vector<double> run_row(double t, const Observables& observables, const StateLayout& layout, const Eigen::VectorXd& x) {
-  std::vector<double> row = {t};
-  for (std::size_t k = 0; k <= observables.size(); ++k) {
-    if (k == observables.blocks_at())
-      for (double v : layout.values(x)) row.push_back(v);
-    if (k == observables.size()) break;
-    row.push_back(observables.at(k).value);
-    if (observables.estimated(k)) row.push_back(observables.at(k).se);
-  }
-  return row;
-}
-
 TheoryRun theory_observed(const OdeTheory& theory, const Eigen::VectorXd& x0, double t_start, const std::vector<double>& times,
                           const IntegrateOptions& options) {
   const bool start_reported = !times.empty() && times.front() == t_start;
   std::vector<double> from_start = times;
   if (!start_reported) from_start.insert(from_start.begin(), t_start);
   TheoryRun run = theory.run(x0, from_start, options);
-  if (start_reported || run.table.empty()) return run;
   // The row at t_start was only the start: the state is reported at `times`.
-  Table reported(run.table.columns());
-  for (std::size_t r = 1; r < run.table.rows(); ++r) reported.add_row(run.table.row(r));
-  run.table = std::move(reported);
+  if (!start_reported) run.trajectory = run.trajectory.drop_front(1);
   return run;
 }
 
 TheoryRun integrate_theory(const OdeTheory& theory, const Eigen::VectorXd& x0, const std::vector<double>& times, IntegrateOptions options) {
   const StateLayout& layout = theory.layout();
   if (!options.component_name) options.component_name = [layout](int k) { return layout.component_name(k); };
-  TheoryRun out{Table(run_columns(theory.observe(x0, times.front()), layout)), {}, x0, x0, nlohmann::json::object()};
+  TheoryRun out{Trajectory(layout, theory.observe(x0, times.front())), {}, x0, x0, nlohmann::json::object()};
   auto observe = [&](double t, const Eigen::VectorXd& x) {
-    out.table.add_row(run_row(t, theory.observe(x, t), layout, x));
+    out.trajectory.append(t, theory.observe(x, t), x);
     out.final = x;
     return !interrupted();
   };
@@ -70,78 +43,27 @@ TheoryRun integrate_theory(const OdeTheory& theory, const Eigen::VectorXd& x0, c
   return out;
 }
 
-ReplicatedTheory run_theory_replicas(const Bound& bound, const Eigen::VectorXd& x0, const std::vector<double>& times, int replicas) {
+TheoryRun run_theory_replicas(const Bound& bound, const Eigen::VectorXd& x0, const std::vector<double>& times, int replicas) {
   const DynamicsSettings& s = bound.settings();
-  std::vector<TheoryRun> runs;
-  for (int k = 0; k < replicas; ++k) runs.push_back(theory_observed(bound.theory(k), x0, s.t_start, times, s.integrate));
-  ReplicatedTheory out{runs.front(), {}};
-  std::size_t rows = out.run.table.rows();
-  for (const auto& r : runs) {
-    rows = std::min(rows, r.table.rows());
-    if (!r.solver.ok() && out.run.solver.ok()) out.run.solver = r.solver;
+  std::vector<Trajectory> trajectories;
+  TheoryRun out;
+  for (int k = 0; k < replicas; ++k) {
+    TheoryRun run = theory_observed(bound.theory(k), x0, s.t_start, times, s.integrate);
+    if (k == 0) out = run;
+    else if (!run.solver.ok() && out.solver.ok()) out.solver = run.solver;
+    trajectories.push_back(std::move(run.trajectory));
   }
-  const auto& cols = out.run.table.columns();
-  Table mean(cols), se(cols);
-  for (std::size_t r = 0; r < rows; ++r) {
-    std::vector<double> m_row, se_row;
-    for (const auto& c : cols) {
-      std::vector<double> values;
-      for (const auto& run : runs) values.push_back(run.table.number(r, c));
-      const stats::MeanSe s = stats::mean_se(values);
-      m_row.push_back(s.mean);
-      se_row.push_back(s.se);
-    }
-    mean.add_row(m_row);
-    se.add_row(se_row);
-  }
-  out.run.table = std::move(mean);
-  out.se = std::move(se);
+  out.trajectory = Trajectory::mean_of(trajectories);  // over the rows every replica reached
   return out;
 }
 
 namespace {
-
-// The columns of a run table that are values (not the per-run standard errors of estimated
-// observables): the ensemble averages these.
-std::vector<std::string> value_columns(const Table& run) {
-  std::vector<std::string> out;
-  const auto& cols = run.columns();
-  for (std::size_t i = 1; i < cols.size(); ++i) {
-    const std::string& c = cols[i];
-    const bool is_se = c.size() > 3 && c.compare(c.size() - 3, 3, "_se") == 0 && run.has_column(c.substr(0, c.size() - 3));
-    if (!is_se) out.push_back(c);
-  }
-  return out;
-}
 
 std::string size_text(double size) {
   return size == std::floor(size) && std::fabs(size) < 1e15 ? fmt::format("{}", static_cast<long long>(size)) : fmt::format("{:g}", size);
 }
 
 }  // namespace
-
-Table ensemble_mean(const std::vector<Table>& runs) {
-  if (runs.empty()) return Table({"t"});
-  const std::vector<std::string> values = value_columns(runs.front());
-  std::vector<std::string> cols = {"t"};
-  for (const auto& c : values) {
-    cols.push_back(c);
-    cols.push_back(c + "_se");
-  }
-  Table mean(cols);
-  for (std::size_t r = 0; r < runs.front().rows(); ++r) {
-    std::vector<double> row = {runs.front().number(r, "t")};
-    for (const auto& c : values) {
-      std::vector<double> per_seed;
-      for (const auto& run : runs) per_seed.push_back(run.number(r, c));
-      const stats::MeanSe s = stats::mean_se(per_seed);
-      row.push_back(s.mean);
-      row.push_back(s.se);
-    }
-    mean.add_row(row);
-  }
-  return mean;
-}
 
 std::string simulation_hash(const Bound& bound, double size) {
   nlohmann::json j = bound.params().flat();
@@ -159,12 +81,6 @@ TheoryRun OdeTheory::run(const Eigen::VectorXd& x0, const std::vector<double>& t
 
 namespace {
 
-bool has_columns(const Table& t, const std::vector<std::string>& columns) {
-  for (const auto& c : columns)
-    if (!t.has_column(c)) return false;
-  return true;
-}
-
 // The state as JSON numbers and back (a seed's persisted initial state).
 nlohmann::json state_json(const Eigen::VectorXd& x) { return std::vector<double>(x.data(), x.data() + x.size()); }
 
@@ -178,12 +94,12 @@ Eigen::VectorXd state_from_json(const nlohmann::json& j) {
 namespace {
 
 // Columns of runs that cannot be averaged together: persisted seeds from another version of the model.
-void check_same_columns(const std::vector<Table>& runs, const std::vector<char>& done, const fs::path& persist) {
-  const Table* first = nullptr;
+void check_same_columns(const std::vector<Trajectory>& runs, const std::vector<char>& done, const fs::path& persist) {
+  const Trajectory* first = nullptr;
   for (std::size_t k = 0; k < runs.size(); ++k) {
     if (!done[k]) continue;
     if (!first) first = &runs[k];
-    else if (runs[k].columns() != first->columns())
+    else if (runs[k].observables() != first->observables())
       throw std::runtime_error(fmt::format("the runs' columns differ (replica {} against the first); persisted seeds in {} were written by "
                                            "another version of the model: remove them", k, persist.string()));
   }
@@ -200,7 +116,7 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
   ens.size = size;
   ens.requested = settings.seeds;
   const auto n_seeds = static_cast<std::size_t>(settings.seeds);
-  std::vector<Table> runs(n_seeds);
+  std::vector<Trajectory> runs(n_seeds);
   std::vector<nlohmann::json> records(n_seeds, nlohmann::json::object());
   std::vector<std::optional<std::vector<std::string>>> checks(n_seeds);
   std::vector<Eigen::VectorXd> initial(n_seeds);
@@ -215,10 +131,10 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
   if (!persist.empty())
     for (std::size_t k = 0; k < n_seeds; ++k)
       if (fs::exists(seed_file(k, ".csv")) && fs::exists(seed_file(k, ".initial.json"))) {
-        Table t = Table::read_csv_file(seed_file(k, ".csv"));
+        std::optional<Trajectory> t = Trajectory::from_table(Table::read_csv_file(seed_file(k, ".csv")), layout);
         const Eigen::VectorXd x0 = state_from_json(nlohmann::json::parse(read_file(seed_file(k, ".initial.json"))));
-        if (t.rows() != times.size() || !has_columns(t, layout.columns()) || x0.size() != layout.size()) continue;
-        runs[k] = std::move(t), initial[k] = x0, done[k] = 1;
+        if (!t || t->size() != times.size() || x0.size() != layout.size()) continue;
+        runs[k] = std::move(*t), initial[k] = x0, done[k] = 1;
         if (fs::exists(seed_file(k, ".csv.json"))) records[k] = nlohmann::json::parse(read_file(seed_file(k, ".csv.json")));
         if (fs::exists(seed_file(k, ".checks.json")))
           checks[k] = nlohmann::json::parse(read_file(seed_file(k, ".checks.json"))).get<std::vector<std::string>>();
@@ -244,7 +160,7 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
     // The run starts at its own t_start: its initial state is recorded there, before any step,
     // whatever the observation times.
     const Eigen::VectorXd x0 = system->state();
-    Table t;
+    Trajectory t;
     bool complete = true;
     double reached = times.front();
     for (double time : times) {
@@ -254,8 +170,8 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
       }
       system->advance_to(time);
       const Observables observed = system->observe();
-      if (t.columns().empty()) t = Table(run_columns(observed, layout));
-      t.add_row(run_row(time, observed, layout, system->state()));
+      if (t.empty()) t = Trajectory(layout, observed);
+      t.append(time, observed, system->state());
       progress.advance(time - reached);
       reached = time;
     }
@@ -266,7 +182,7 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
       if (!records[k].empty()) write_file_atomic(seed_file(k, ".csv.json"), records[k].dump() + "\n");
       if (checks[k]) write_file_atomic(seed_file(k, ".checks.json"), nlohmann::json(*checks[k]).dump() + "\n");
       write_file_atomic(seed_file(k, ".initial.json"), state_json(x0).dump() + "\n");
-      write_file_atomic(seed_file(k, ".csv"), t.to_csv());  // last: its presence marks the seed finished
+      write_file_atomic(seed_file(k, ".csv"), t.table().to_csv());  // last: its presence marks the seed finished
     }
     runs[k] = std::move(t);
     initial[k] = x0;
@@ -295,7 +211,7 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx) {
       if (!bound.model().escape_event.empty()) ens.escape_times.push_back(sampled_escape_time(bound, ens.runs.back()));
     }
   ens.finished = static_cast<int>(ens.runs.size());
-  ens.mean = ensemble_mean(ens.runs);
+  ens.mean = Trajectory::mean_of(ens.runs);
   ens.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return ens;
 }

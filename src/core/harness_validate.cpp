@@ -17,27 +17,14 @@ namespace hdat {
 namespace {
 
 
-// Quantity (observable or block column) -> the block whose scale it is judged on: an observable is
-// its own block.
-std::map<std::string, std::string> blocks_of(const std::vector<std::string>& observables, const StateLayout& layout) {
-  std::map<std::string, std::string> out;
-  for (const auto& o : observables) out[o] = o;
-  const std::vector<std::string> columns = layout.columns();
-  std::size_t k = 0;
-  for (const Block& b : layout.blocks()) {
-    const int listed = b.symmetric ? b.rows * (b.rows + 1) / 2 : b.size();
-    for (int i = 0; i < listed; ++i) out[columns[k++]] = b.name;
-  }
-  return out;
-}
-
 struct SizeRun {
   Ensemble ensemble;
-  ReplicatedTheory theory;
-  /// Per row, c_se: the standard error over seeds of the paired deviation theory(x0_i) − run_i
-  /// (empty for a deterministic model).
-  Table paired;
-  std::vector<Table> paired_runs;  ///< per seed, theory(x0_i) − run_i (the sign-flip test's data)
+  TheoryRun theory;  ///< from the seeds' mean start: the replicas' mean, with their standard error
+  /// Per seed, the theory from that seed's own start (empty for a deterministic model): the
+  /// deviations theory(x0_i) - run_i are the sign-flip test's data, and their spread over seeds
+  /// the deviation's noise.
+  std::vector<Trajectory> paired;
+  std::size_t paired_rows = 0;  ///< the rows every seed's run and its theory reached
   double t_compare = 0;
   stats::MeanSe escape;
 };
@@ -46,35 +33,19 @@ struct SizeRun {
 // follows a run's own start, so theory(x̄0) − mean of runs fluctuates like the mean of the paired
 // deviations theory(x0_i) − run_i (to O(1/size), which the allowance covers), not like the mean
 // of the runs. The theory here is replica 0; its own sampling error is the replicas' spread.
-std::vector<Table> paired_deviations(const Bound& bound, const Ensemble& ens) {
+void pair_theories(const Bound& bound, SizeRun& run) {
   const DynamicsSettings& s = bound.settings();
+  const Ensemble& ens = run.ensemble;
   // A sampled theory (theory_replicas > 1): seed i is paired with its own sample set i, so that every
   // seed's deviation carries an independent draw of the theory's error and the sign-flip test covers it.
   const bool sampled = s.theory_replicas > 1;
-  std::vector<Table> deviations;
+  run.paired_rows = ens.runs.empty() ? 0 : ens.runs.front().size();
   for (std::size_t i = 0; i < ens.runs.size(); ++i) {
-    const Table& run = ens.runs[i];
     // From the run's own state at t_start, recorded before its first step.
-    const TheoryRun th = theory_observed(bound.theory(sampled ? static_cast<int>(i) : 0), ens.initial_states[i], s.t_start, s.times, s.integrate);
-    std::vector<std::string> cols = {"t"};
-    for (const auto& c : run.columns())
-      if (c != "t" && th.table.has_column(c) && !(c.size() > 3 && c.compare(c.size() - 3, 3, "_se") == 0)) cols.push_back(c);
-    Table dev(cols);
-    for (std::size_t r = 0; r < std::min(run.rows(), th.table.rows()); ++r) {
-      std::vector<double> row = {run.number(r, "t")};
-      for (std::size_t k = 1; k < cols.size(); ++k) row.push_back(th.table.number(r, cols[k]) - run.number(r, cols[k]));
-      dev.add_row(row);
-    }
-    deviations.push_back(std::move(dev));
+    run.paired.push_back(
+        theory_observed(bound.theory(sampled ? static_cast<int>(i) : 0), ens.initial_states[i], s.t_start, s.times, s.integrate).trajectory);
+    run.paired_rows = std::min({run.paired_rows, ens.runs[i].size(), run.paired.back().size()});  // a theory stopped early: the common rows
   }
-  std::size_t rows = deviations.empty() ? 0 : deviations.front().rows();
-  for (const Table& d : deviations) rows = std::min(rows, d.rows());
-  for (Table& d : deviations) {  // a theory stopped early for one seed: the common rows
-    Table cut(d.columns());
-    for (std::size_t r = 0; r < rows; ++r) cut.add_row(d.row(r));
-    d = std::move(cut);
-  }
-  return deviations;
 }
 
 // The end of the comparison window: t_compare when set, else the first escape among the seeds, else
@@ -156,40 +127,51 @@ std::vector<SizeRun> run_sizes(const Bound& bound, RunContext& ctx) {
     Ensemble ens = run_ensemble(bound, size, ctx);
     if (ens.finished == 0 || interrupted()) break;
     const Eigen::VectorXd x0 = measured_initial_state(ens, bound.layout());
-    ReplicatedTheory th = run_theory_replicas(bound, x0, s.times, s.theory_replicas);
-    std::vector<Table> per_seed = s.deterministic ? std::vector<Table>{} : paired_deviations(bound, ens);
-    Table paired = per_seed.empty() ? Table({"t"}) : ensemble_mean(per_seed);
-    const double t_cmp = comparison_end(s, ens);
-    const stats::MeanSe esc = escape_statistics(ens);
-    runs.push_back({std::move(ens), std::move(th), std::move(paired), std::move(per_seed), t_cmp, esc});
+    SizeRun run;
+    run.theory = run_theory_replicas(bound, x0, s.times, s.theory_replicas);
+    run.t_compare = comparison_end(s, ens);
+    run.escape = escape_statistics(ens);
+    run.ensemble = std::move(ens);
+    if (!s.deterministic) pair_theories(bound, run);
+    runs.push_back(std::move(run));
   }
   return runs;
 }
 
+// A compared quantity: an observable both sides report, or an entry of the state; where it is in
+// the theory's and in the simulation's trajectories, and the block whose scale it is judged on.
+struct Quantity {
+  std::string name, block;
+  std::size_t theory = 0, simulation = 0;
+};
+
 // What is compared, the same at every size.
 struct Compared {
-  std::vector<std::string> quantities;          // the observables both sides have, then every block column
-  std::map<std::string, std::string> block_of;  // quantity -> the block whose scale it is judged on
-  std::vector<std::string> blocks;              // in order of first appearance
+  std::vector<Quantity> quantities;  // the observables both sides have, then every block entry
+  std::vector<std::string> blocks;   // in order of first appearance
   // The finite-size gap is measured on the window common to every size, so that the fitted exponent
   // compares like with like.
   double t_common = INFINITY;
 };
 
 Compared compared_quantities(const Bound& bound, const std::vector<SizeRun>& runs) {
-  const StateLayout& layout = bound.layout();
-  std::vector<std::string> observables;
-  if (!runs.empty()) {
-    const Observables at_start = bound.theory(0).observe(runs.front().theory.run.initial, bound.settings().t_start);
-    for (const auto& name : at_start.names())
-      if (runs.front().ensemble.mean.has_column(name)) observables.push_back(name);
-  }
   Compared cmp;
-  cmp.quantities = observables;
-  for (const auto& c : layout.columns()) cmp.quantities.push_back(c);
-  cmp.block_of = blocks_of(observables, layout);
+  if (runs.empty()) return cmp;
+  const Trajectory& th = runs.front().theory.trajectory;
+  const Trajectory& sim = runs.front().ensemble.mean;
+  const Observables at_start = bound.theory(0).observe(runs.front().theory.initial, bound.settings().t_start);
+  for (const auto& name : at_start.names()) {
+    const auto k_th = th.observable(name), k_sim = sim.observable(name);
+    if (k_th && k_sim) cmp.quantities.push_back({name, name, *k_th, *k_sim});  // an observable is its own block
+  }
+  const std::vector<std::string> entries = bound.layout().columns();
+  std::size_t j = 0;
+  for (const Block& b : bound.layout().blocks()) {
+    const int listed = b.symmetric ? b.rows * (b.rows + 1) / 2 : b.size();
+    for (int i = 0; i < listed; ++i, ++j) cmp.quantities.push_back({entries[j], b.name, th.entry_quantity(j), sim.entry_quantity(j)});
+  }
   for (const auto& q : cmp.quantities)
-    if (std::find(cmp.blocks.begin(), cmp.blocks.end(), cmp.block_of.at(q)) == cmp.blocks.end()) cmp.blocks.push_back(cmp.block_of.at(q));
+    if (std::find(cmp.blocks.begin(), cmp.blocks.end(), q.block) == cmp.blocks.end()) cmp.blocks.push_back(q.block);
   for (const auto& r : runs) cmp.t_common = std::min(cmp.t_common, r.t_compare);
   return cmp;
 }
@@ -201,9 +183,9 @@ void start_output(TrajectoryValidation& v, const std::string& sz, const Compared
   v.escape = Table({sz, "log_" + sz, "escape_time", "escape_time_se", "seeds_escaped", "seeds"});
   std::vector<std::string> curve_cols = {sz, "t"};
   for (const auto& q : cmp.quantities) {
-    curve_cols.push_back(q + "_theory");
-    curve_cols.push_back(q + "_sim");
-    curve_cols.push_back(q + "_sim_se");
+    curve_cols.push_back(q.name + "_theory");
+    curve_cols.push_back(q.name + "_sim");
+    curve_cols.push_back(q.name + "_sim_se");
   }
   v.curves = Table(curve_cols);
   v.summary = fmt::format("  {:>6} {:>6} {:>8}", sz, "seeds", "t_cmp");
@@ -211,14 +193,12 @@ void start_output(TrajectoryValidation& v, const std::string& sz, const Compared
   v.summary += fmt::format(" {:>9} {:>8}\n", "max dev/allowed", "verdict");
 }
 
-std::string se_column(const std::string& q) { return q + "_se"; }
-
 // Per block, the largest |simulated value| in the comparison window.
 std::map<std::string, double> block_scales(const SizeRun& run, std::size_t rows, const Compared& cmp) {
-  const Table& mean = run.ensemble.mean;
+  const Trajectory& mean = run.ensemble.mean;
   std::map<std::string, double> scale;
-  for (std::size_t r = 0; r < rows && mean.number(r, "t") <= run.t_compare; ++r)
-    for (const auto& q : cmp.quantities) scale[cmp.block_of.at(q)] = std::max(scale[cmp.block_of.at(q)], std::fabs(mean.number(r, q)));
+  for (std::size_t r = 0; r < rows && mean.t(r) <= run.t_compare; ++r)
+    for (const auto& q : cmp.quantities) scale[q.block] = std::max(scale[q.block], std::fabs(mean.quantity(r, q.simulation).value));
   return scale;
 }
 
@@ -248,46 +228,49 @@ struct PendingPoint {
 void collect_size(const SizeRun& run, std::size_t size_index, bool judged, const Compared& cmp, const DynamicsSettings& s,
                   TrajectoryValidation& v, SizeComparison& c, std::vector<PendingPoint>& points, FamilyTest& family) {
   const Ensemble& ens = run.ensemble;
-  const Table& th = run.theory.run.table;
-  const std::size_t n = std::min(th.rows(), ens.mean.rows());
+  const Trajectory& th = run.theory.trajectory;
+  const std::size_t n = std::min(th.size(), ens.mean.size());
   std::map<std::string, double> scale = block_scales(run, n, cmp);
   for (std::size_t r = 0; r < n; ++r) {
-    const double t = ens.mean.number(r, "t");
+    const double t = ens.mean.t(r);
     std::vector<double> crow = {ens.size, t};
     for (const auto& q : cmp.quantities) {
-      crow.push_back(th.number(r, q));
-      crow.push_back(ens.mean.number(r, q));
-      crow.push_back(ens.mean.number(r, se_column(q)));
+      const Measured sim = ens.mean.quantity(r, q.simulation);
+      crow.push_back(th.quantity(r, q.theory).value);
+      crow.push_back(sim.value);
+      crow.push_back(sim.se);
     }
     v.curves.add_row(crow);
     if (t > run.t_compare) continue;
     for (const auto& q : cmp.quantities) {
       PendingPoint pt;
       pt.size_index = size_index;
-      pt.theory = th.number(r, q);
-      pt.simulation = ens.mean.number(r, q);
-      pt.simulation_se = ens.mean.number(r, se_column(q));
+      const Measured theory = th.quantity(r, q.theory), sim = ens.mean.quantity(r, q.simulation);
+      pt.theory = theory.value;
+      pt.simulation = sim.value;
+      pt.simulation_se = sim.se;
       pt.judged = judged;
       ComparedEntry& e = pt.entry;
       e.deviation = pt.theory - pt.simulation;
-      const bool paired = r < run.paired.rows() && run.paired.has_column(se_column(q));
-      e.se_seeds = paired ? run.paired.number(r, se_column(q)) : ens.mean.number(r, se_column(q));
-      e.seeds = ens.finished;
-      e.se_other = run.theory.se.number(r, q);  // the theory's sampling error over its replicas
-      e.dof_other = s.theory_replicas > 1 ? s.theory_replicas - 1.0 : INFINITY;
-      e.allowance = s.rel_tolerance * scale[cmp.block_of.at(q)] + s.abs_tolerance;
-      e.scale = scale[cmp.block_of.at(q)];
-      e.where = {{s.size_name, ens.size}, {"t", t}, {"quantity", q}};
-      e.block = cmp.block_of.at(q);
+      const bool paired = r < run.paired_rows;
       if (paired) {  // the sign-flip test's data: every seed's own deviation (with its own theory sample)
-        for (const Table& d : run.paired_runs) e.units.push_back(d.number(r, q));
+        for (std::size_t i = 0; i < run.paired.size(); ++i)
+          e.units.push_back(run.paired[i].quantity(r, q.theory).value - ens.runs[i].quantity(r, q.simulation).value);
         e.unit_group = static_cast<int>(size_index);
-        e.joint = fmt::format("{:.12g}|{}", t, q);
+        e.joint = fmt::format("{:.12g}|{}", t, q.name);
         e.ramp = run.t_compare > 0 ? std::clamp(t / run.t_compare, 0.0, 1.0) : 1.0;
       }
+      e.se_seeds = paired ? stats::mean_se(e.units).se : sim.se;
+      e.seeds = ens.finished;
+      e.se_other = theory.se;  // the theory's sampling error over its replicas
+      e.dof_other = s.theory_replicas > 1 ? s.theory_replicas - 1.0 : INFINITY;
+      e.allowance = s.rel_tolerance * scale[q.block] + s.abs_tolerance;
+      e.scale = scale[q.block];
+      e.where = {{s.size_name, ens.size}, {"t", t}, {"quantity", q.name}};
+      e.block = q.block;
       if (judged) pt.index = family.add(e);
       if (t <= cmp.t_common) {
-        auto& g = c.gap[cmp.block_of.at(q)];
+        auto& g = c.gap[q.block];
         g.first += e.deviation * e.deviation;
         g.second += 1;
       }
@@ -337,11 +320,11 @@ nlohmann::json size_record(const SizeRun& run, bool judged, const SizeComparison
                            {"escape_time_mean", number_or_null(run.escape.mean)},
                            {"escape_time_se", number_or_null(run.escape.se)},
                            {"seeds_escaped", run.escape.n},
-                           {"theory_solver", run.theory.run.solver.to_json()},
+                           {"theory_solver", run.theory.solver.to_json()},
                            {"simulation_seconds", ens.seconds},
                            {"agree", size_ok}};
   if (!ens.records.empty() && !ens.records.front().empty()) record["runs"] = ens.records;
-  if (!run.theory.run.info.empty()) record["theory"] = run.theory.run.info;
+  if (!run.theory.info.empty()) record["theory"] = run.theory.info;
   return record;
 }
 
@@ -352,7 +335,7 @@ bool add_size(const SizeRun& run, bool judged, const SizeComparison& c, const Co
   const Ensemble& ens = run.ensemble;
   v.escape.add_row({ens.size, std::log(ens.size), run.escape.mean, run.escape.se, static_cast<double>(run.escape.n),
                     static_cast<double>(ens.finished)});
-  const bool size_ok = !judged || (c.points > 0 && c.agree == c.points && run.theory.run.solver.ok());
+  const bool size_ok = !judged || (c.points > 0 && c.agree == c.points && run.theory.solver.ok());
   gaps.sizes.push_back(ens.size);
   nlohmann::json gap_json = nlohmann::json::object();
   v.summary += fmt::format("  {:>6g} {:>6} {:>8.3g}", ens.size, ens.finished, run.t_compare);
@@ -393,11 +376,10 @@ GapTrend gap_trend(const Compared& cmp, GapsBySize& by_size, const DynamicsSetti
 }
 
 // Slope of the mean plateau escape time against log size, over the sizes where some seed escaped.
-double escape_time_slope(const Table& escape, const std::string& sz) {
+double escape_time_slope(const std::vector<SizeRun>& runs) {
   std::vector<double> log_sizes, escapes;
-  for (std::size_t r = 0; r < escape.rows(); ++r)
-    if (std::isfinite(escape.number(r, "escape_time")))
-      log_sizes.push_back(escape.number(r, "log_" + sz)), escapes.push_back(escape.number(r, "escape_time"));
+  for (const SizeRun& r : runs)
+    if (std::isfinite(r.escape.mean)) log_sizes.push_back(std::log(r.ensemble.size)), escapes.push_back(r.escape.mean);
   return stats::linear_slope(log_sizes, escapes);
 }
 
@@ -438,7 +420,7 @@ TrajectoryValidation validate_trajectories(const Bound& bound, RunContext& ctx) 
   Verdict verdict = family.verdict();
   for (std::size_t k = 0; k < runs.size(); ++k) {
     add_size(runs[k], judged(k), by_size[k], cmp, s, v, gaps, per_size);
-    const IntegrateSummary& solver = runs[k].theory.run.solver;
+    const IntegrateSummary& solver = runs[k].theory.solver;
     if (judged(k) && !solver.ok()) verdict.merge(Verdict::disagree(fmt::format("the theory stopped at {} = {:g}: {}", sz, runs[k].ensemble.size, solver.message)));
     if (judged(k) && by_size[k].points == 0)
       verdict.merge(Verdict::undecided(fmt::format("nothing compared at {} = {:g} (the window ends at t = {:g})", sz, runs[k].ensemble.size, runs[k].t_compare)));
@@ -453,7 +435,7 @@ TrajectoryValidation validate_trajectories(const Bound& bound, RunContext& ctx) 
       }
   if (!checks.failures.empty())
     verdict.merge(Verdict::disagree(fmt::format("{} of the finite runs' own checks fail (failed_checks)", checks.failures.size())));
-  const double escape_slope = escape_time_slope(v.escape, sz);
+  const double escape_slope = escape_time_slope(runs);
   if (!trend.order_ok) verdict.merge(Verdict::disagree(fmt::format("the gap does not shrink with order >= {}", s.min_order)));
 
   v.verdict = verdict;

@@ -71,6 +71,14 @@ Eigen::VectorXd StateLayout::from_values(const std::vector<double>& values) cons
   return x;
 }
 
+std::vector<int> StateLayout::listed() const {
+  std::vector<int> out;
+  for (const auto& b : blocks_)
+    for (int i = 0; i < b.rows; ++i)
+      for (int j = b.symmetric ? i : 0; j < b.cols; ++j) out.push_back(b.offset + i + j * b.rows);  // column-major storage
+  return out;
+}
+
 std::vector<double> StateLayout::values(const Eigen::VectorXd& x) const {
   std::vector<double> out;
   for (const auto& b : blocks_) {

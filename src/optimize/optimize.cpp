@@ -567,10 +567,11 @@ json confirm(const DynamicsModel& model, const Params& p, const OptimizeOptions&
                              {"seeds", o.confirm_seeds}});
     const Ensemble e = run_ensemble(Bound(model, q), o.confirm_size, ctx);
     r.finished = e.finished;
-    if (e.mean.rows() == 0 || !e.mean.has_column(risk)) throw std::runtime_error("confirm: the simulation has no column " + risk);
-    r.mean = e.mean.number(e.mean.rows() - 1, risk);
-    r.se = e.mean.number(e.mean.rows() - 1, risk + "_se");
-    for (const Table& run : e.runs) r.per_seed.push_back(run.number(run.rows() - 1, risk));
+    const auto k = e.mean.observable(risk);
+    if (e.mean.empty() || !k) throw std::runtime_error("confirm: the simulation reports no " + risk);
+    const Measured last = e.mean.quantity(e.mean.size() - 1, *k);
+    r.mean = last.value, r.se = last.se;
+    for (const Trajectory& run : e.runs) r.per_seed.push_back(run.quantity(run.size() - 1, *k).value);
   }
   table = Table({"schedule", "predicted", "simulated", "simulated_se", "seeds"});
   for (const auto& r : runs) table.add_row({r.c->name, r.c->evaluation.final_risk, r.mean, r.se, static_cast<double>(r.finished)});

@@ -53,11 +53,11 @@ TEST_CASE("runs are reproducible and independent of the thread count") {
   };
   const Ensemble a = ensemble("seed=4", 1), b = ensemble("seed=4", 2);
   REQUIRE(a.runs.size() == 3);
-  for (std::size_t k = 0; k < 3; ++k) CHECK(a.runs[k].to_csv() == b.runs[k].to_csv());
-  CHECK(a.mean.to_csv() == b.mean.to_csv());
+  for (std::size_t k = 0; k < 3; ++k) CHECK(a.runs[k].table().to_csv() == b.runs[k].table().to_csv());
+  CHECK(a.mean.table().to_csv() == b.mean.table().to_csv());
   // A different seed gives a different run.
   const Ensemble c = ensemble("seed=5", 2);
-  CHECK(c.runs[0].to_csv() != a.runs[0].to_csv());
+  CHECK(c.runs[0].table().to_csv() != a.runs[0].table().to_csv());
 }
 
 TEST_CASE("projected test sequences have the law of full D-dimensional ones") {
@@ -94,6 +94,6 @@ TEST_CASE("an interrupted ensemble keeps its finished seeds and the rerun reuses
   CHECK(tables == 2);
   CHECK(records == 2);
   const Ensemble again = run_ensemble(Bound(*model, p), 100, ctx);  // loads both seeds from disk
-  CHECK(again.mean.to_csv() == first.mean.to_csv());
+  CHECK(again.mean.table().to_csv() == first.mean.table().to_csv());
   std::filesystem::remove_all(dir);
 }

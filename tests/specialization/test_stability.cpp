@@ -31,7 +31,7 @@ TEST_CASE("the symmetric manifold is invariant: a symmetric start stays symmetri
     Eigen::MatrixXd M(3, 2), R(3, 3);
     M << 0.3, 0.1, 0.3, 0.1, 0.3, 0.1;
     R << 0.5, 0.2, 0.2, 0.2, 0.5, 0.2, 0.2, 0.2, 0.5;
-    const Trajectory tr = integrate_flow(flow, M, R, observation_times(p), integrate_options(p, flow.layout()));
+    const FlowRun tr = integrate_flow(flow, M, R, observation_times(p), integrate_options(p, flow.layout()));
     REQUIRE(tr.solver.ok());
     double worst = 0;
     for (int h = 1; h < 3; ++h) {
@@ -77,7 +77,7 @@ TEST_CASE("fixed point and Jacobian: residual ~ 0; J v matches the flow's direct
   const double eps = 1e-6, T = 10;
   Eigen::MatrixXd M0, R0;
   c.unpack(x + eps * lead.vector, M0, R0);
-  const Trajectory tr = integrate_flow(flow, M0, R0, {0.0, T}, integrate_options(p, flow.layout()));
+  const FlowRun tr = integrate_flow(flow, M0, R0, {0.0, T}, integrate_options(p, flow.layout()));
   Eigen::MatrixXd d = tr.M_final - fp.M;
   Eigen::MatrixXd M1, R1;
   c.unpack(lead.vector, M1, R1);

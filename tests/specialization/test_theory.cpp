@@ -137,7 +137,7 @@ TEST_CASE("flow invariants: R stays symmetric and R - M M^T positive semidefinit
     initial_overlaps(p, flow.setup(), M0, R0);
     const auto tr = integrate_flow(flow, M0, R0, observation_times(p), integrate_options(p, flow.layout()));
     REQUIRE(tr.solver.ok());
-    CHECK(tr.table.rows() == 31);
+    CHECK(tr.trajectory.size() == 31);
     CHECK(tr.worst_psd_violation > -1e-9);
     CHECK((tr.R_final - tr.R_final.transpose()).cwiseAbs().maxCoeff() < 1e-12);
   }
@@ -268,12 +268,7 @@ TEST_CASE("heads first move together, then specialise (bayes, H = F = 2, theta =
   initial_overlaps(p, flow.setup(), M0, R0);
   const auto tr = integrate_flow(flow, M0, R0, observation_times(p), integrate_options(p, flow.layout()));
   REQUIRE(tr.solver.ok());
-  auto M_at = [&](std::size_t r) {
-    Eigen::MatrixXd M(2, 2);
-    for (int h = 0; h < 2; ++h)
-      for (int f = 0; f < 2; ++f) M(h, f) = tr.table.number(r, fmt::format("M_{}_{}", h, f));
-    return M;
-  };
+  auto M_at = [&](std::size_t r) { return Eigen::MatrixXd(flow.layout().view(tr.trajectory.state(r), "M")); };
   // t = 4: both heads have grown along the mean direction (1, 1) and are still nearly equal.
   const Eigen::MatrixXd M4 = M_at(2);
   CHECK(M4.minCoeff() > 0.2);
@@ -283,7 +278,7 @@ TEST_CASE("heads first move together, then specialise (bayes, H = F = 2, theta =
   const bool straight = M100(0, 0) > 1.5 && M100(1, 1) > 1.5 && std::fabs(M100(0, 1)) < 0.5 && std::fabs(M100(1, 0)) < 0.5;
   const bool swapped = M100(0, 1) > 1.5 && M100(1, 0) > 1.5 && std::fabs(M100(0, 0)) < 0.5 && std::fabs(M100(1, 1)) < 0.5;
   CHECK((straight || swapped));
-  const Events ev = detect_events(tr.table, 2, 2, 0.1);
+  const Events ev = detect_events(tr.trajectory, 2, 2, 0.1);
   CHECK(std::isfinite(ev.plateau_end));
   CHECK(ev.plateau_end > 4);
   // The exactly symmetric start never specialises (the flow keeps exchangeable heads exchangeable).
@@ -302,7 +297,7 @@ TEST_CASE("Bayes-softmax with one head per support point and small eta ends near
   initial_overlaps(p, flow.setup(), M0, R0);
   const auto tr = integrate_flow(flow, M0, R0, observation_times(p), integrate_options(p, flow.layout()));
   REQUIRE(tr.solver.ok());
-  const double final_risk = tr.table.number(tr.table.rows() - 1, "risk");
+  const double final_risk = tr.trajectory.quantity(tr.trajectory.size() - 1, *tr.trajectory.observable("risk")).value;
   const auto [b, bse] = bayes_risk(flow.setup(), 1 << 15, Sampling::sobol, 2);
   CHECK(final_risk > b - 0.002);      // no student beats the Bayes risk (up to Monte Carlo error)
   CHECK(final_risk - b < 0.005);      // O(eta) excess, 0.0013 at eta = 0.1

@@ -25,8 +25,8 @@ Observables FlowTheory::observe(const Eigen::VectorXd& x, double t) const { retu
 TheoryRun FlowTheory::run(const Eigen::VectorXd& x0, const std::vector<double>& times, const IntegrateOptions& options) const {
   const FlowResult r = integrate_flow(config_, *flow_, x0, times, options);
   const StateLayout& layout = flow_->layout();
-  TheoryRun out{Table(run_columns(table_observables(x0, times.front()), layout)), r.summary, x0, x0, flow_info(config_, *flow_, r)};
-  for (std::size_t k = 0; k < r.t.size(); ++k) out.table.add_row(run_row(r.t[k], table_observables(r.x[k], r.t[k]), layout, r.x[k]));
+  TheoryRun out{Trajectory(layout, table_observables(x0, times.front())), r.summary, x0, x0, flow_info(config_, *flow_, r)};
+  for (std::size_t k = 0; k < r.t.size(); ++k) out.trajectory.append(r.t[k], table_observables(r.x[k], r.t[k]), r.x[k]);
   if (!r.x.empty()) out.final = r.x.back();
   return out;
 }

@@ -42,24 +42,23 @@ std::vector<EventFunction> specialization_events(int H, int F, double threshold)
   return events;
 }
 
-Events detect_events(const Table& curve, int H, int F, double threshold) {
-  StateLayout m;
-  m.add("M", H, F);
+Events detect_events(const hdat::Trajectory& run, int H, int F, double threshold) {
   Events ev;
   for (const EventFunction& e : specialization_events(H, F, threshold)) {
-    const double t = sampled_event_time(e, curve, m);
+    const double t = sampled_event_time(e, run);
     if (e.name == "plateau_end") ev.plateau_end = t;
     else ev.head_split_time.push_back(t);
   }
-  if (std::isfinite(ev.plateau_end)) {
-    const std::vector<double> t = curve.numbers("t"), risk = curve.numbers("risk");
-    for (std::size_t r = 1; r < curve.rows(); ++r)
-      if (t[r] >= ev.plateau_end) {
-        const double u = (ev.plateau_end - t[r - 1]) / (t[r] - t[r - 1]);
-        ev.plateau_risk = risk[r - 1] + u * (risk[r] - risk[r - 1]);
+  const auto risk_index = run.observable("risk");
+  if (std::isfinite(ev.plateau_end) && risk_index) {
+    const auto risk = [&](std::size_t r) { return run.quantity(r, *risk_index).value; };
+    for (std::size_t r = 1; r < run.size(); ++r)
+      if (run.t(r) >= ev.plateau_end) {
+        const double u = (ev.plateau_end - run.t(r - 1)) / (run.t(r) - run.t(r - 1));
+        ev.plateau_risk = risk(r - 1) + u * (risk(r) - risk(r - 1));
         break;
       }
-    if (std::isnan(ev.plateau_risk)) ev.plateau_risk = risk.front();
+    if (std::isnan(ev.plateau_risk)) ev.plateau_risk = risk(0);
   }
   return ev;
 }
@@ -136,17 +135,17 @@ IntegrateOptions integrate_options(const Params& p, const StateLayout& layout) {
   return o;
 }
 
-Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::MatrixXd& M0, const Eigen::MatrixXd& R0,
-                          const std::vector<double>& times, const IntegrateOptions& options) {
+FlowRun integrate_flow(const OrderParameterFlow& flow, const Eigen::MatrixXd& M0, const Eigen::MatrixXd& R0,
+                       const std::vector<double>& times, const IntegrateOptions& options) {
   return integrate_flow(flow, pack_state(flow.setup(), M0, R0), times, options);
 }
 
-Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::VectorXd& x0, const std::vector<double>& times,
-                          const IntegrateOptions& options) {
+FlowRun integrate_flow(const OrderParameterFlow& flow, const Eigen::VectorXd& x0, const std::vector<double>& times,
+                       const IntegrateOptions& options) {
   const StateLayout& layout = flow.layout();
   TheoryRun run = theory_observed(flow, x0, 0.0, times, options);  // x0 at t = 0, whatever the first time
-  const double psd = worst_psd_violation(run.table, flow.setup());
-  return {std::move(run.table), run.solver, layout.view(run.final, "M"), layout.view(run.final, "R"), flow.setup().bias_in(run.final), psd};
+  const double psd = worst_psd_violation(run.trajectory);
+  return {std::move(run.trajectory), run.solver, layout.view(run.final, "M"), layout.view(run.final, "R"), flow.setup().bias_in(run.final), psd};
 }
 
 Eigen::VectorXd state_at(const Table& table, std::size_t row, const StateLayout& layout) {
@@ -155,16 +154,26 @@ Eigen::VectorXd state_at(const Table& table, std::size_t row, const StateLayout&
   return layout.from_values(values);
 }
 
+namespace {
+// The most negative eigenvalue of R − M Mᵀ at state x (0 when PSD).
+double psd_violation(const StateLayout& layout, const Eigen::VectorXd& x) {
+  const Eigen::MatrixXd M = layout.view(x, "M"), R = layout.view(x, "R");
+  double low = 0;
+  psd_sqrt(R - M * M.transpose(), &low);
+  return std::min(0.0, low);
+}
+}  // namespace
+
 double worst_psd_violation(const Table& curve, const Config& s) {
   double worst = 0;
   const StateLayout layout = s.layout();
-  for (std::size_t r = 0; r < curve.rows(); ++r) {
-    const Eigen::VectorXd x = state_at(curve, r, layout);
-    const Eigen::MatrixXd M = layout.view(x, "M"), R = layout.view(x, "R");
-    double low = 0;
-    psd_sqrt(R - M * M.transpose(), &low);
-    worst = std::min(worst, low);
-  }
+  for (std::size_t r = 0; r < curve.rows(); ++r) worst = std::min(worst, psd_violation(layout, state_at(curve, r, layout)));
+  return worst;
+}
+
+double worst_psd_violation(const hdat::Trajectory& run) {
+  double worst = 0;
+  for (std::size_t r = 0; r < run.size(); ++r) worst = std::min(worst, psd_violation(run.layout(), run.state(r)));
   return worst;
 }
 

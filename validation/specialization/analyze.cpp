@@ -38,19 +38,21 @@ nlohmann::json mode_json(const Mode& m, const Coordinates& c) {
           {"vector", v}};
 }
 
-// First time the head difference along each feature exceeds `threshold` (NaN: never), from a table
-// with columns t, M_h_f.
-std::vector<double> feature_split_times(const Table& t, int H, int F, double threshold) {
+// First time the head difference along each feature exceeds `threshold` (NaN: never), over a run's
+// observed states.
+std::vector<double> feature_split_times(const Trajectory& run, int H, int F, double threshold) {
   std::vector<double> out(static_cast<std::size_t>(F), NAN);
-  for (std::size_t r = 0; r < t.rows(); ++r)
+  for (std::size_t r = 0; r < run.size(); ++r) {
+    const auto M = run.layout().view(run.state(r), "M");
     for (int f = 0; f < F; ++f) {
       if (!std::isnan(out[static_cast<std::size_t>(f)])) continue;
       double mean = 0;
-      for (int h = 0; h < H; ++h) mean += t.number(r, fmt::format("M_{}_{}", h, f)) / H;
+      for (int h = 0; h < H; ++h) mean += M(h, f) / H;
       double spread = 0;
-      for (int h = 0; h < H; ++h) spread = std::max(spread, std::fabs(t.number(r, fmt::format("M_{}_{}", h, f)) - mean));
-      if (spread > threshold) out[static_cast<std::size_t>(f)] = t.number(r, "t");
+      for (int h = 0; h < H; ++h) spread = std::max(spread, std::fabs(M(h, f) - mean));
+      if (spread > threshold) out[static_cast<std::size_t>(f)] = run.t(r);
     }
+  }
   return out;
 }
 
@@ -202,7 +204,7 @@ EscapeScan scan_escape_times(const Params& p, const OrderParameterFlow& flow, co
     initial_overlaps(pd, sd, M0, R0);
     IntegrateOptions located = integrate_options(p, flow.layout());
     located.events = specialization_events(s.H, s.F, threshold);
-    const Trajectory tr = integrate_flow(flow, M0, R0, times, located);
+    const FlowRun tr = integrate_flow(flow, M0, R0, times, located);
     e.theory.push_back(located_events(tr.solver, flow).plateau_end);
     e.log_D.push_back(std::log(static_cast<double>(D)));
     double m = NAN, se = NAN;
@@ -312,17 +314,17 @@ nlohmann::json later_stages(const Params& p, const OrderParameterFlow& flow, con
   const std::vector<double> fine = lin_spaced(0.0, observation_times(p).back(), 400);
   IntegrateOptions located = integrate_options(p, flow.layout());
   located.events = specialization_events(s.H, s.F, threshold);
-  const Trajectory tr = integrate_flow(flow, M0, R0, fine, located);
+  const FlowRun tr = integrate_flow(flow, M0, R0, fine, located);
   const double t_split = located_events(tr.solver, flow).plateau_end;
   std::vector<double> speed;
   const StateLayout layout = flow.layout();
   auto row_state = [&](std::size_t r, Eigen::MatrixXd& M, Eigen::MatrixXd& R, Eigen::VectorXd& b) {
-    const Eigen::VectorXd x = state_at(tr.table, r, layout);
+    const Eigen::VectorXd& x = tr.trajectory.state(r);
     M = layout.view(x, "M");
     R = layout.view(x, "R");
     b = s.bias_in(x);
   };
-  for (std::size_t r = 0; r < tr.table.rows(); ++r) {
+  for (std::size_t r = 0; r < tr.trajectory.size(); ++r) {
     Eigen::MatrixXd M, R;
     Eigen::VectorXd b;
     row_state(r, M, R, b);
@@ -330,7 +332,7 @@ nlohmann::json later_stages(const Params& p, const OrderParameterFlow& flow, con
     speed.push_back(std::sqrt(t.dM.squaredNorm() + (t.dR_drift + t.dR_noise).squaredNorm() + t.db.squaredNorm()));
   }
   for (std::size_t r = 1; r + 1 < speed.size() && std::isfinite(t_split); ++r) {
-    if (tr.table.number(r, "t") <= t_split * 1.2) continue;
+    if (tr.trajectory.t(r) <= t_split * 1.2) continue;
     if (!(speed[r] < speed[r - 1] && speed[r] <= speed[r + 1])) continue;
     Eigen::MatrixXd M, R;
     Eigen::VectorXd b;
@@ -356,13 +358,13 @@ nlohmann::json later_stages(const Params& p, const OrderParameterFlow& flow, con
       eigenvalues.push_back(m.eigenvalue.real());
       if (m.eigenvalue.real() > 0) um.push_back({{"eigenvalue", m.eigenvalue.real()}, {"feature", m.feature}, {"kind", m.kind}});
     }
-    stages.push_back({{"t_plateau", tr.table.number(r, "t")},
+    stages.push_back({{"t_plateau", tr.trajectory.t(r)},
                       {"speed_at_plateau", speed[r]},
                       {"fixed_point", {{"M", matrix_json(sp.M)}, {"R", matrix_json(sp.R)}, {"solver", sp.solver_json()}}},
                       {"eigenvalues", eigenvalues},
                       {"unstable", um},
                       {"risk", flow.risk(sp.M, sp.R, sp.b).first}});
-    summary += fmt::format("  later plateau    t = {:.3g}: {}; {} unstable mode(s){}\n", tr.table.number(r, "t"), "specialised fixed point",
+    summary += fmt::format("  later plateau    t = {:.3g}: {}; {} unstable mode(s){}\n", tr.trajectory.t(r), "specialised fixed point",
                            um.size(), um.empty() ? " (stable: the last stage)" : fmt::format(", largest {:+.4f}", um[0]["eigenvalue"].get<double>()));
     if (stages.size() >= 4) break;
   }

@@ -31,12 +31,6 @@
 
 namespace hdat {
 
-/// Columns of a run's table: t, then the observables (name, and name_se where estimated) with the
-/// blocks (StateLayout::columns()) where Observables::blocks_here() put them (default: last).
-std::vector<std::string> run_columns(const Observables& observables, const StateLayout& layout);
-/// One row of such a table.
-std::vector<double> run_row(double t, const Observables& observables, const StateLayout& layout, const Eigen::VectorXd& x);
-
 /// The time rule of every dynamics model, in one place: the initial state lies at `t_start`; the
 /// observation times are where the state is reported: not empty, finite, strictly increasing, in
 /// [t_start, t_max] (`t_max` an explicitly given t_max; NaN: none). InputError naming `key` (and
@@ -87,19 +81,16 @@ TheoryRun theory_observed(const OdeTheory& theory, const Eigen::VectorXd& x0, do
 TheoryRun integrate_theory(const OdeTheory& theory, const Eigen::VectorXd& x0, const std::vector<double>& times,
                      IntegrateOptions options);
 
-/// `replicas` theories on independent sample sets: the mean table and the standard error of that
-/// mean (zeros for one replica). The solver summary is the first replica's unless another failed.
-struct ReplicatedTheory {
-  TheoryRun run;  ///< table = the replica mean
-  Table se;       ///< same columns: the standard error of the mean over replicas
-};
-ReplicatedTheory run_theory_replicas(const Bound& bound, const Eigen::VectorXd& x0, const std::vector<double>& times, int replicas);
+/// `replicas` theories on independent sample sets: the run's trajectory is their mean with the
+/// standard error of that mean (zeros for one replica), its solver summary the first replica's
+/// unless another failed.
+TheoryRun run_theory_replicas(const Bound& bound, const Eigen::VectorXd& x0, const std::vector<double>& times, int replicas);
 
 /// The finite runs of one size.
 struct Ensemble {
   double size = 0;
-  Table mean;                        ///< t, then every column c of a run and c_se (seed mean, its standard error)
-  std::vector<Table> runs;           ///< one per finished seed (run_columns of the system's observables)
+  Trajectory mean;                   ///< the seed mean of the runs, with its standard error
+  std::vector<Trajectory> runs;      ///< one per finished seed
   std::vector<double> escape_times;  ///< per finished seed (NaN: no escape), when the model declares an escape_event
   std::vector<nlohmann::json> records;  ///< per finished seed: FiniteSystem::record() (persisted with the seed)
   /// per finished seed: FiniteSystem::failed_checks() (persisted with the seed; none: the system checks nothing)
@@ -111,9 +102,6 @@ struct Ensemble {
   double seconds = 0;
 };
 
-/// Seed means and standard errors of per-seed tables with identical columns and times.
-Table ensemble_mean(const std::vector<Table>& runs);
-
 /// A stable hash of the configuration that determines a simulation at `size` (keys of the harness
 /// and the model's `keys_not_affecting_simulation` left out), naming its persisted seeds.
 std::string simulation_hash(const Bound& bound, double size);
@@ -124,13 +112,13 @@ Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx);
 /// Seed-averaged state at t_start (the theory's start in validate): the mean of initial_states.
 Eigen::VectorXd measured_initial_state(const Ensemble& ensemble, const StateLayout& layout);
 
-/// Events (model.hpp `events`). A finite run's first crossing of `event` in its observed states
-/// (a table with the layout's columns): linear in g between the two observations that bracket it,
-/// since a simulation has no interpolant between them. NaN: none.
-double sampled_event_time(const EventFunction& event, const Table& run, const StateLayout& layout);
+/// Events (model.hpp `events`). A finite run's first crossing of `event` in its observed states:
+/// linear in g between the two observations that bracket it, since a simulation has no interpolant
+/// between them. NaN: none.
+double sampled_event_time(const EventFunction& event, const Trajectory& run);
 /// The time a finite run leaves its plateau: sampled_event_time of the model's escape_event; NaN
 /// when it never does or the model declares none.
-double sampled_escape_time(const Bound& bound, const Table& run);
+double sampled_escape_time(const Bound& bound, const Trajectory& run);
 /// The theory's located events into a command's output: run.json `events` {name: time of the first
 /// crossing, or null}, `event_states` {name: {t, direction, the observables there}}, and a summary line
 /// per event.

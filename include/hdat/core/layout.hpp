@@ -35,6 +35,8 @@ class StateLayout {
 
   /// Output column names, "BLOCK_i_j" with 0-based indices, row-major, i <= j for symmetric blocks.
   std::vector<std::string> columns(const std::string& suffix = "") const;
+  /// The flat index of each output column, in the order of columns().
+  std::vector<int> listed() const;
   /// The values in the order of columns().
   std::vector<double> values(const Eigen::VectorXd& x) const;
   /// The state with these values in the order of columns() (symmetric blocks filled on both sides).

@@ -27,41 +27,13 @@
 #include "hdat/core/finite_size_check.hpp"
 #include "hdat/core/integrate.hpp"
 #include "hdat/core/layout.hpp"
+#include "hdat/core/observables.hpp"
 #include "hdat/core/params.hpp"
 #include "hdat/core/registry.hpp"
 #include "hdat/core/table.hpp"
+#include "hdat/core/trajectory.hpp"
 
 namespace hdat {
-
-/// A number and its standard error (se = 0: exact).
-struct Measured {
-  double value = 0;
-  double se = 0;
-};
-
-/// Scalar observables in a fixed order ("risk", "eg", ...). `estimated` marks those carrying a
-/// sampling error, so that their standard error gets a column (risk, risk_se).
-class Observables {
- public:
-  Observables& add(const std::string& name, double value);                ///< exact
-  Observables& add(const std::string& name, double value, double se);     ///< estimated
-  /// In a run's table the blocks' columns follow the observables added so far (default: all of
-  /// them), e.g. to keep the column order a spec prescribes.
-  Observables& blocks_here();
-  std::size_t blocks_at() const { return blocks_at_ < names_.size() ? blocks_at_ : names_.size(); }
-  std::size_t size() const { return names_.size(); }
-  const std::vector<std::string>& names() const { return names_; }
-  bool has(const std::string& name) const;
-  const Measured& operator[](const std::string& name) const;  ///< std::out_of_range when absent
-  const Measured& at(std::size_t k) const { return values_[k]; }
-  bool estimated(std::size_t k) const { return estimated_[k]; }
-
- private:
-  std::vector<std::string> names_;
-  std::vector<Measured> values_;
-  std::vector<bool> estimated_;
-  std::size_t blocks_at_ = static_cast<std::size_t>(-1);
-};
 
 /// A drift split into the named terms whose sum it is (e.g. the η-linear and the η² part of an SGD
 /// drift), each a state vector in the theory's layout, with standard errors where sampled.
@@ -82,10 +54,9 @@ class DriftTerms {
 // ---------------------------------------------------------------------------------------------------
 // Dynamics models: an ODE in time against a finite-dimensional training process.
 
-/// A theory integrated from x0 and observed at the requested times: one row per time (t, the
-/// observables with _se where sampled, the blocks; see run_columns in harness.hpp).
+/// A theory integrated from x0 and observed at the requested times.
 struct TheoryRun {
-  Table table;
+  Trajectory trajectory;  ///< the state and the observables (with errors where sampled) at each time
   IntegrateSummary solver;
   Eigen::VectorXd initial, final;
   nlohmann::json info = nlohmann::json::object();  ///< what a theory's own run() reports (events ...)

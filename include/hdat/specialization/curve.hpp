@@ -24,9 +24,9 @@ struct Events {
 /// (max_h |M_h − mean_h' M_h'| − threshold) and head_h_specialises (|M_h − mean| − threshold), each
 /// crossing upwards.
 std::vector<EventFunction> specialization_events(int H, int F, double threshold);
-/// From sampled states, a table with columns t, risk, M_h_f (a simulation's): crossings
-/// interpolated linearly between the observations that bracket them.
-Events detect_events(const Table& curve, int H, int F, double threshold);
+/// From sampled states (a simulation's run): crossings interpolated linearly between the
+/// observations that bracket them.
+Events detect_events(const hdat::Trajectory& run, int H, int F, double threshold);
 /// From the events hdat::integrate located for specialization_events (the theory's).
 Events located_events(const IntegrateSummary& solver, const OrderParameterFlow& flow);
 
@@ -47,24 +47,25 @@ FlowOptions flow_options(const Params& p, int threads);
 IntegrateOptions integrate_options(const Params& p, const StateLayout& layout);
 
 /// Integrate from (M0, R0) (and b(0) = the setup's bias when it is trained) or from a full state x0,
-/// and observe; returns the curve table (t, risk, risk_se, M..., R..., b...).
-struct Trajectory {
-  Table table;
+/// and observe: the flow's run (t, risk with its error, M, R, b at each time) and its end.
+struct FlowRun {
+  hdat::Trajectory trajectory;
   IntegrateSummary solver;
   Eigen::MatrixXd M_final, R_final;
   Eigen::VectorXd b_final;  ///< the biases at the end (the fixed ones unless trained)
   double worst_psd_violation = 0;
 };
-Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::MatrixXd& M0, const Eigen::MatrixXd& R0,
-                          const std::vector<double>& times, const IntegrateOptions& options);
-Trajectory integrate_flow(const OrderParameterFlow& flow, const Eigen::VectorXd& x0, const std::vector<double>& times,
-                          const IntegrateOptions& options);
+FlowRun integrate_flow(const OrderParameterFlow& flow, const Eigen::MatrixXd& M0, const Eigen::MatrixXd& R0,
+                       const std::vector<double>& times, const IntegrateOptions& options);
+FlowRun integrate_flow(const OrderParameterFlow& flow, const Eigen::VectorXd& x0, const std::vector<double>& times,
+                       const IntegrateOptions& options);
 
 /// The state in row `row` of a table with the layout's columns (curve.csv, a simulation's table).
 Eigen::VectorXd state_at(const Table& table, std::size_t row, const StateLayout& layout);
 
 /// The most negative eigenvalue of R − M Mᵀ over a curve's rows (0 when all are PSD).
 double worst_psd_violation(const Table& curve, const Config& s);
+double worst_psd_violation(const hdat::Trajectory& run);
 
 /// What `hdat curve specialization` adds to the core's curve: Bayes risk, events, theory
 /// statistics, and the pruning analysis (prune=true); `flow` is the theory the curve integrated.
