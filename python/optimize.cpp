@@ -17,7 +17,7 @@ namespace {
 py::dict run_optimize(const std::string& model_name, const py::object& config, const py::list& sets, const std::vector<std::string>& controls,
                       int intervals, const std::string& shape, const std::vector<std::string>& bounds, const std::vector<std::string>& budget,
                       const std::string& objective, double target, double t_final, const std::string& algorithm, int max_evaluations,
-                      bool baselines, double confirm, int confirm_seeds, bool restart, const std::string& out, int threads, bool quiet,
+                      bool baselines, double confirm, int confirm_seeds, const py::object& confirm_theory, bool restart, const std::string& out, int threads, bool quiet,
                       bool forward_stderr, const std::string& command_line) {
   const ModelEntry& model = registry().get(model_name);
   std::vector<std::pair<std::string, nlohmann::json>> assignments;
@@ -40,6 +40,10 @@ py::dict run_optimize(const std::string& model_name, const py::object& config, c
   o.baselines = baselines;
   o.confirm_size = confirm;
   o.confirm_seeds = confirm_seeds;
+  if (!confirm_theory.is_none()) {
+    if (!py::isinstance<py::dict>(confirm_theory)) throw InputError("confirm_theory", "must be a dict {key: value} of the theory's settings");
+    o.confirm_theory = to_json(confirm_theory);
+  }
   o.restart = restart;
   RunContext ctx;
   ctx.threads = threads;
@@ -77,7 +81,7 @@ void bind_optimize(py::module_& m) {
   m.def("optimize", &run_optimize, py::arg("model"), py::arg("config"), py::arg("sets"), py::arg("controls"), py::arg("intervals"),
         py::arg("shape"), py::arg("bounds"), py::arg("budget"), py::arg("objective"), py::arg("target"), py::arg("t_final"),
         py::arg("algorithm"), py::arg("max_evaluations"), py::arg("baselines"), py::arg("confirm"), py::arg("confirm_seeds"),
-        py::arg("restart"), py::arg("out"), py::arg("threads"), py::arg("quiet"), py::arg("forward_stderr"), py::arg("command_line"),
+        py::arg("confirm_theory"), py::arg("restart"), py::arg("out"), py::arg("threads"), py::arg("quiet"), py::arg("forward_stderr"), py::arg("command_line"),
         "as `hdat optimize MODEL --control ... --out out`");
 }
 

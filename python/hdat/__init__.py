@@ -177,7 +177,7 @@ def optimize(model, control, params=None, *, out=None, threads=0, quiet=False, *
     from ._optimize import optimize as _optimize
 
     names = ("intervals", "shape", "bounds", "budget", "objective", "target", "t_final", "algorithm", "max_evaluations", "baselines",
-             "confirm", "confirm_seeds", "restart")
+             "confirm", "confirm_seeds", "confirm_theory", "restart")
     opts = {k: options.pop(k) for k in list(options) if k in names}
     return _optimize(model, control, params, out=out, threads=threads, quiet=quiet, declared=_declared(model), execute=_execute,
                      **opts, **options)

@@ -27,7 +27,7 @@ def _pairs(name, mapping, form):
 
 def optimize(model, control, params=None, *, intervals=20, shape="piecewise_constant", bounds=None, budget=None, objective="final",
              target=None, t_final=None, algorithm="slsqp", max_evaluations=400, baselines=True, confirm=0, confirm_seeds=16,
-             restart=False, out=None, threads=0, quiet=False, declared=None, execute=None, **keys):
+             confirm_theory=None, restart=False, out=None, threads=0, quiet=False, declared=None, execute=None, **keys):
     """The schedule of `control` (a name or a list: committee eta, dropout_keep, test_scale;
     specialization eta) minimising the risk through the model's theory, beside the best constant and
     the usual schedules, as `hdat optimize MODEL --control ... --out DIR` (docs/optimize.md).
@@ -35,6 +35,8 @@ def optimize(model, control, params=None, *, intervals=20, shape="piecewise_cons
     bounds     {control: (lo, hi)};  budget {control: mean}
     objective  "final" | "average" | "time_to_target" (then target=)
     confirm    a size N (D): also train the finite system under the optimum and the best constant
+    confirm_theory  {key: value}: settings of the theory that predicts the confirmation (keys that
+               change no finite run, e.g. {"mc_samples": 20000})
     Returns a Result: tables["baselines.csv"], ["schedules.csv"], ["risk_curves.csv"]; files["schedule.json"]
     (pass it back as schedule= to curve, simulate or validate)."""
     controls = [control] if isinstance(control, str) else list(control or [])
@@ -45,7 +47,7 @@ def optimize(model, control, params=None, *, intervals=20, shape="piecewise_cons
         raw = _core.optimize(model, config, sets, controls, int(intervals), shape, _pairs("bounds", bounds, "(lo, hi)"),
                              _pairs("budget", budget, "mean"), objective, nan if target is None else float(target),
                              nan if t_final is None else float(t_final), algorithm, int(max_evaluations), bool(baselines), float(confirm),
-                             int(confirm_seeds), bool(restart), str(folder), threads, bool(quiet), True,
+                             int(confirm_seeds), confirm_theory, bool(restart), str(folder), threads, bool(quiet), True,
                              f"hdat.optimize({model!r}, {controls!r})")
         return raw or None
 

@@ -31,7 +31,7 @@ class ForwardingDynamics final : public Dynamics {
   void finish(const Bound& bound, const std::string& command, RunOutput& out, Verdict& verdict) const override {
     inner_->finish(bound, command, out, verdict);
   }
-  std::unique_ptr<ControlledTheory> controlled() const override { return inner_->controlled(); }
+  std::unique_ptr<ControlledTheory> controlled(int replica) const override { return inner_->controlled(replica); }
 
  private:
   std::unique_ptr<const Dynamics> inner_;

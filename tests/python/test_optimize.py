@@ -32,10 +32,21 @@ def test_optimize_matches_the_command_line(tmp_path):
 
 
 @pytest.mark.parametrize("options,key", [({"control": "learning_rate"}, "control"), ({"intervals": 0}, "intervals"),
-                                         ({"bounds": {"dropout_keep": (0.9, 0.1)}}, "bounds"), ({"objective": "time_to_target"}, "target")])
+                                         ({"bounds": {"dropout_keep": (0.9, 0.1)}}, "bounds"), ({"objective": "time_to_target"}, "target"),
+                                         ({"confirm": 200, "confirm_theory": {"eta": 0.5}}, "confirm_theory"),
+                                         ({"confirm": 200, "confirm_theory": [("rtol", 1e-8)]}, "confirm_theory")])
 def test_bad_options_raise_input_error(tmp_path, options, key):
     control = options.pop("control", "dropout_keep")
     with pytest.raises(hdat.InputError) as e:
         hdat.optimize("committee", control, t_final=1, quiet=True, out=tmp_path / "bad", **options, **KEYS)
     assert e.value.key == key
     assert not (tmp_path / "bad").exists()
+
+
+def test_confirm_predicts_with_the_given_theory_settings(tmp_path):
+    r = hdat.optimize("committee", "eta", intervals=2, t_final=1, baselines=False, confirm=500, confirm_seeds=4,
+                      confirm_theory={"rtol": 1e-8}, quiet=True, out=tmp_path / "confirm", K=2, M=1, eta=1.0, noise=0.2, init_std=0.5)
+    assert r.exit_code == 0
+    confirm = json.loads((tmp_path / "confirm" / "run.json").read_text())["optimize"]["confirm"]
+    assert confirm["predicting_theory"] == {"rtol": 1e-8}
+    assert list(r.tables["confirm.csv"]["schedule"]) == ["optimal", "constant"]

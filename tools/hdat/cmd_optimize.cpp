@@ -18,7 +18,7 @@ namespace {
 struct OptimizeArgs {
   cli::ModelArgs model;
   optimize::OptimizeOptions options;
-  std::vector<std::string> bounds, budget;
+  std::vector<std::string> bounds, budget, confirm_theory;
   std::string shape = "piecewise_constant", objective = "final";
   bool no_baselines = false;
 };
@@ -32,6 +32,10 @@ int run_optimize_command(const OptimizeArgs& a) {
   o.bounds = app::parse_bounds(a.bounds);
   o.budget = app::parse_budget(a.budget);
   o.baselines = !a.no_baselines;
+  for (const auto& text : a.confirm_theory)
+    if (text.find('=') == std::string::npos || text.front() == '=')
+      throw InputError("confirm_theory", "--confirm-theory expects KEY=VALUE as one word (e.g. --confirm-theory mc_samples=20000), got '" + text + "'");
+  for (const auto& [key, value] : app::assignments_of(a.confirm_theory)) o.confirm_theory[key] = value;
   const Params params = app::resolve_args(model, a.model.config_file, a.model.sets);
   app::prepare_output(a.model.out, model, "optimize", params, a.model.replace);
   RunContext ctx;
@@ -67,6 +71,10 @@ ExtraCommand optimize_command(CLI::App& app) {
   sub->add_flag("--no-baselines", args.no_baselines, "only the best constant beside the optimum");
   sub->add_option("--confirm", o.confirm_size, "train the finite system at this size (N, D) under the optimum and the best constant");
   sub->add_option("--confirm-seeds", o.confirm_seeds, "seeds of each confirmation ensemble (default 16)");
+  sub->add_option("--confirm-theory", args.confirm_theory,
+                  "KEY=VALUE: a setting of the theory that predicts the confirmation (only keys that change no finite run, e.g. "
+                  "mc_samples=20000); repeatable")
+      ->allow_extra_args(false);
   sub->add_flag("--restart", o.restart, "ignore the saved state of an earlier run in --out (otherwise it resumes)");
   return {sub, [] { return run_optimize_command(args); }};
 }

@@ -91,7 +91,7 @@ class Committee final : public Dynamics {
       out.info["simulation"]["test_size"] = test_size_;
     }
   }
-  std::unique_ptr<ControlledTheory> controlled() const override { return std::make_unique<CommitteeControlled>(config_); }
+  std::unique_ptr<ControlledTheory> controlled(int) const override { return std::make_unique<CommitteeControlled>(config_); }  // closed form
 
  private:
   Config config_;

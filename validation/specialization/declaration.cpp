@@ -72,7 +72,11 @@ class Specialization final : public Dynamics {
       sim["steps_per_seed"] = std::lround(settings_.times.back() * config_.D);
     }
   }
-  std::unique_ptr<ControlledTheory> controlled() const override { return std::make_unique<SpecializationControlled>(config_, flow_); }
+  std::unique_ptr<ControlledTheory> controlled(int replica) const override {
+    FlowOptions o = flow_;
+    o.replica = static_cast<std::uint64_t>(replica);
+    return std::make_unique<SpecializationControlled>(config_, o);
+  }
 
  private:
   // The standard keys' settings; the theory's integration stops at a blow-up of the overlaps.

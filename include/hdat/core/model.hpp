@@ -191,7 +191,8 @@ class Dynamics {
   virtual void finish(const Bound& /*bound*/, const std::string& /*command*/, RunOutput& /*out*/, Verdict& /*verdict*/) const {}
   /// The theory with its controllable parameters and exact derivatives (hdat/core/control.hpp), for
   /// `hdat optimize`; null: the model offers no optimal protocols.
-  virtual std::unique_ptr<ControlledTheory> controlled() const { return nullptr; }
+  /// `replica`: an independent Monte Carlo sample set, as theory(replica) (a closed form ignores it).
+  virtual std::unique_ptr<ControlledTheory> controlled(int /*replica*/) const { return nullptr; }
 };
 
 /// What a dynamics model declares once, whatever the configuration: how to bind it, and the facts

@@ -42,6 +42,10 @@ struct OptimizeOptions {
   int curve_points = 241;            ///< observation times of the risk curves
   double confirm_size = 0;           ///< > 0: train the finite system at this size under the optimum and the best constant
   int confirm_seeds = 16;
+  /// Settings of the theory that predicts the confirmation, over the configuration's: only keys that
+  /// change no finite run (e.g. mc_samples=20000: the optimisation may run on a cheaper sampled flow
+  /// than the prediction it is held to).
+  nlohmann::json confirm_theory = nlohmann::json::object();
   bool restart = false;              ///< ignore a saved state in the output folder
 
   nlohmann::json to_json() const;
