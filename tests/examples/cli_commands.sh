@@ -43,6 +43,7 @@ done
 # Bad input: exit 2 naming the key, before any work, nothing written.
 expect 2 curve teacher-student --set eta=3 --out "$work/bad"
 grep -q "eta" "$work/last.out" || { echo "FAIL: the message does not name eta"; failed=1; }
+grep -q "^$(basename "$prog"): " "$work/last.out" || { echo "FAIL: the message does not start with the program's name"; failed=1; }
 [ -e "$work/bad" ] && { echo "FAIL: bad input wrote $work/bad"; failed=1; }
 expect 2 curve teacher-student --set 'T=[[1,2],[2,1]]' --out "$work/bad"
 grep -q "positive definite" "$work/last.out" || { echo "FAIL: T not positive definite is not said"; failed=1; }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
 
 #include "cli_common.hpp"
@@ -33,8 +34,12 @@ namespace hdat::app {
 int command_line(int argc, char** argv) {
   set_command_line(argc, argv);
   install_interrupt_handler();
+  // Messages are the program's own: `hdat`, or a researcher's program built on this front end.
+  const std::string program = argc > 0 && argv[0] && *argv[0] ? std::filesystem::path(argv[0]).filename().string() : "hdat";
+  const std::string about = program == "hdat" ? "hdat: theory of how attention layers learn, checked against simulation"
+                                              : program + ": models run by hdat's harness (theory, simulation, validation)";
 
-  CLI::App app{"hdat: theory of how attention layers learn, checked against simulation"};
+  CLI::App app{about, program};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help on every command");
 
@@ -80,16 +85,16 @@ int command_line(int argc, char** argv) {
     for (auto& ex : extras)
       if (ex.app->parsed()) return ex.run();
   } catch (const InputError& e) {
-    fmt::print(stderr, "hdat: {}\n", e.what());
+    fmt::print(stderr, "{}: {}\n", program, e.what());
     return code(ExitCode::bad_input);
   } catch (const NumericalError& e) {
-    fmt::print(stderr, "hdat: numerical failure: {}\n", e.what());
+    fmt::print(stderr, "{}: numerical failure: {}\n", program, e.what());
     return code(ExitCode::numerical_failure);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "hdat: error: {}\n", e.what());
+    fmt::print(stderr, "{}: error: {}\n", program, e.what());
     return code(ExitCode::internal_error);
   } catch (...) {
-    fmt::print(stderr, "hdat: error: an exception that is not a std::exception\n");
+    fmt::print(stderr, "{}: error: an exception that is not a std::exception\n", program);
     return code(ExitCode::internal_error);
   }
   return code(ExitCode::ok);
