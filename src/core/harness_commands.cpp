@@ -151,7 +151,7 @@ RunOutput dynamics_curve(const Bound& bound, RunContext& ctx) {
       const std::string& name = last.names()[k];
       out.info["final_" + name] = last.at(k).value;
       if (last.estimated(k)) out.info["final_" + name + "_se"] = last.at(k).se;
-      out.summary += last.estimated(k) ? fmt::format("  final {:<12} {:.5f} ± {:.5f}\n", name, last.at(k).value, last.at(k).se)
+      out.summary += last.estimated(k) ? fmt::format("  final {:<12} {:.6g} ± {:.2g}\n", name, last.at(k).value, last.at(k).se)
                                        : fmt::format("  final {:<12} {:.6g}\n", name, last.at(k).value);
     }
   }
@@ -197,7 +197,7 @@ RunOutput dynamics_simulate(const Bound& bound, RunContext& ctx) {
   for (const auto& name : theory_observables.names())
     if (const auto k = ens.mean.observable(name)) {
       const Measured last = ens.mean.quantity(n - 1, *k);
-      out.summary += fmt::format("  final {:<12} {:.5f} ± {:.5f} (seed mean ± standard error)\n", name, last.value, last.se);
+      out.summary += fmt::format("  final {:<12} {:.6g} ± {:.2g} (seed mean ± standard error)\n", name, last.value, last.se);
     }
   finish(bound, "simulate", out);
   if (ens.finished < ens.requested) {

@@ -201,7 +201,7 @@ void add_curve_results(const Params& p, const Config& s, const OrderParameterFlo
   out.info["seeds"] = {{"seed", s.seed}, {"streams", "initial asymmetry: (seed, 0, 6); theory samples: (seed, 0, 11); Bayes risk: (seed, 0, 12)"}};
   const std::size_t n = curve.rows();
   const double final_risk = n ? curve.number(n - 1, "risk") : NAN;
-  out.summary += fmt::format("  Bayes risk         {:.5f} ± {:.5f} (excess of the final risk {:.5f})\n", bayes, bayes_se, final_risk - bayes);
+  out.summary += fmt::format("  Bayes risk         {:.6g} ± {:.2g} (excess of the final risk {:.4g})\n", bayes, bayes_se, final_risk - bayes);
 
   const bool solved = out.info["solver"]["status"] == "completed" || out.info["solver"]["status"] == "stopped_by_event";
   if (p.boolean("prune") && solved && n) {
