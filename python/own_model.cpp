@@ -56,6 +56,8 @@ struct PyModel {
   StandardDefaults defaults;
   bool replica_start = false;  // the model defines replica_initial_state
   bool has_record = false;     // its System defines record()
+  bool has_events = false;     // the model defines events()
+  std::string escape_event;    // the event that ends a plateau ("" none)
 
   std::string where(const std::string& method) const { return "model '" + name + "': " + method; }
 };
@@ -338,6 +340,54 @@ class PySystem final : public FiniteSystem {
   bool observed_ = false;
 };
 
+// A Python callable held by C++ copies (an EventFunction is copied into the integrator's options):
+// they share it, and the last one releases it under the GIL.
+struct HeldCallable {
+  py::object f;
+  ~HeldCallable() {
+    py::gil_scoped_acquire gil;
+    f = py::object();
+  }
+};
+
+// The model's events() at its config: {name: g or (g, direction)}, g(blocks, t) -> float (GIL held).
+std::vector<EventFunction> events_of(const PyModel& model, const py::object& config, const StateLayout& layout) {
+  const std::string where = model.where("events()");
+  const py::object declared = model.instance.attr("events")(config);
+  if (!py::isinstance<py::dict>(declared))
+    throw std::runtime_error(where + ": must return {name: g} or {name: (g, direction)}, g(blocks, t) -> float");
+  std::vector<EventFunction> out;
+  for (auto item : declared.cast<py::dict>()) {
+    const std::string name = py::str(item.first);
+    py::object g = py::reinterpret_borrow<py::object>(item.second);
+    int direction = 0;
+    if (py::isinstance<py::tuple>(g)) {
+      const auto pair = g.cast<py::tuple>();
+      if (pair.size() != 2) throw std::runtime_error(where + ": event '" + name + "': give g or (g, direction)");
+      g = pair[0];
+      direction = pair[1].cast<int>();
+    }
+    if (!PyCallable_Check(g.ptr())) throw std::runtime_error(where + ": event '" + name + "' is not a function g(blocks, t)");
+    if (direction < -1 || direction > 1) throw std::runtime_error(where + ": event '" + name + "': direction must be +1, -1 or 0");
+    auto held = std::make_shared<HeldCallable>();
+    held->f = g;
+    const PyModel* m = &model;
+    auto value = [held, layout, m, name](double t, const Eigen::VectorXd& x) {
+      return passing([&] {
+        py::gil_scoped_acquire gil;
+        const py::object v = held->f(blocks_of(x.data(), layout), t);
+        try {
+          return v.cast<double>();
+        } catch (const py::cast_error&) {
+          throw std::runtime_error(m->where("events()") + ": event '" + name + "' must return a number");
+        }
+      });
+    };
+    out.push_back({name, value, false, direction});
+  }
+  return out;
+}
+
 // The model at one command's parameters: its config built once by the model's configure().
 class PyDynamics final : public Dynamics {
  public:
@@ -355,6 +405,10 @@ class PyDynamics final : public Dynamics {
       }
       throw;
     }
+    if (model.has_events) events_ = events_of(model, config_, layout_);
+    if (!model.escape_event.empty() &&
+        std::none_of(events_.begin(), events_.end(), [&](const EventFunction& e) { return e.name == model.escape_event; }))
+      throw std::runtime_error(model.where("events()") + ": the escape_event '" + model.escape_event + "' is not among the events it returns");
     settings_ = standard_settings(p, model.defaults, layout_);
     const std::string broken = p.text("break_term");
     const auto it = std::find(model.terms.begin(), model.terms.end(), broken);
@@ -386,6 +440,7 @@ class PyDynamics final : public Dynamics {
   std::unique_ptr<FiniteSystem> system(double size, std::uint64_t replica) const override {
     return std::make_unique<PySystem>(model_, config_, layout_, size, replica);
   }
+  std::vector<EventFunction> events() const override { return events_; }
   std::string describe() const override {
     return passing([&] {
       py::gil_scoped_acquire gil;
@@ -408,6 +463,7 @@ class PyDynamics final : public Dynamics {
   py::object config_;
   StateLayout layout_;
   DynamicsSettings settings_;
+  std::vector<EventFunction> events_;
   int dropped_ = -1;
 };
 
@@ -484,6 +540,8 @@ py::dict register_model(const py::dict& spec, const py::object& instance, const 
   model->defaults = standard_of(spec["standard"]);
   model->replica_start = spec["replica_start"].cast<bool>();
   model->has_record = spec["has_record"].cast<bool>();
+  model->has_events = spec["has_events"].cast<bool>();
+  model->escape_event = spec["escape_event"].cast<std::string>();
 
   ModelEntry e;
   e.name = name;
@@ -497,6 +555,7 @@ py::dict register_model(const py::dict& spec, const py::object& instance, const 
   auto dynamics = std::make_shared<DynamicsModel>();
   dynamics->bind = [model](const Params& p) -> std::unique_ptr<const Dynamics> { return std::make_unique<const PyDynamics>(*model, p); };
   dynamics->start_keys = spec["start_keys"].cast<std::vector<std::string>>();
+  dynamics->escape_event = model->escape_event;
   add_dynamics_commands(e, dynamics);
   py::dict kinds;
   for (const ParamSpec& s : e.params.specs()) kinds[py::str(s.key)] = kind_of(s.kind);

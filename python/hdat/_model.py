@@ -150,7 +150,9 @@ class Model:
     defaults of the shared keys: t_max, n_points, seeds, dims, size_key, drift_times, drift_samples,
     false_alarm, detectable, rel_tolerance, rtol, atol, max_size), terms (the drift's named terms),
     start_keys (keys that give the initial state: curve then starts from initial_state), theory_only_keys
-    (keys that change no simulation: left out of the hash naming persisted seeds), and System.
+    (keys that change no simulation: left out of the hash naming persisted seeds), escape_event (the
+    event of events() that ends a plateau: each seed's escape time, and validate's comparison window),
+    and System.
     """
 
     name = None
@@ -161,6 +163,7 @@ class Model:
     terms = ("drift",)
     start_keys = ()
     theory_only_keys = ()
+    escape_event = None
     System = None
 
     def configure(self, config):
@@ -192,6 +195,14 @@ class Model:
     def describe(self, config):
         """One line describing the configuration, for summaries."""
         return ""
+
+    def events(self, config):
+        """Functions of the state whose zero crossings are the model's events: {name: g} or
+        {name: (g, direction)}, g(blocks, t) -> float, direction +1 (upward crossings only), -1
+        (downward) or 0 (both). The theory's crossings are located between the integrator's steps
+        (curve reports them in run.json `events` and its summary); a finite run's between its
+        observations. Default: none."""
+        return {}
 
 
 _STANDARD = ("t_max", "n_points", "seeds", "dims", "false_alarm", "detectable", "rel_tolerance", "drift_samples", "drift_times", "rtol",
@@ -234,6 +245,8 @@ def _check_declaration(cls):
     for key in list(cls.start_keys) + list(cls.theory_only_keys):
         if key not in cls.parameters:
             raise _bad(f"{cls.__name__}: start_keys and theory_only_keys name its parameters; '{key}' is none")
+    if cls.escape_event is not None and (not isinstance(cls.escape_event, str) or not _overrides(cls, "events")):
+        raise _bad(f"{cls.__name__}.escape_event names one of its events(): a string, with events() defined")
     for method in ("blocks", "drift", "observe", "initial_state"):
         if not _overrides(cls, method):
             raise _bad(f"{cls.__name__} must define {method}()")
@@ -261,7 +274,8 @@ def register(model):
     spec = dict(name=cls.name, summary=cls.summary or cls.name, description=cls.description or (cls.__doc__ or "").strip(),
                 parameters=[p._spec(k) for k, p in cls.parameters.items()], standard=_standard_spec(cls.standard),
                 terms=list(cls.terms), start_keys=list(cls.start_keys), theory_only_keys=list(cls.theory_only_keys),
-                replica_start=_overrides(cls, "replica_initial_state"), has_record=callable(getattr(cls.System, "record", None)))
+                replica_start=_overrides(cls, "replica_initial_state"), has_record=callable(getattr(cls.System, "record", None)),
+                has_events=_overrides(cls, "events"), escape_event=cls.escape_event or "")
     kinds = _core.register_model(spec, instance, lambda m, flat: _bind(m, kinds, flat), _layout)
     _registered[cls.name] = (cls, kinds)
     return cls.name

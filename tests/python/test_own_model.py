@@ -174,3 +174,45 @@ def test_a_sweep_runs_the_python_model_and_its_exception_surfaces(tmp_path):
         assert eps == hdat.curve(TeacherStudent, eta=eta, t_max=3.0, quiet=True).tables["curve.csv"]["eps"].iloc[-1]
     with pytest.raises(ZeroDivisionError, match="the model's own bug"):
         hdat.sweep(DriftFails, {"eta": [0.3, 1.2]}, observables=["final:eps"], t_max=3.0, quiet=True, threads=2)
+
+
+class TeacherStudentWithEvent(TeacherStudent):
+    """The teacher-student with an event: R_00 reaching half of T_00 (its plateau's end, for the test)."""
+
+    name = "py-teacher-student-event"
+    escape_event = "learned_half"
+
+    def events(self, c):
+        return {"learned_half": (lambda b, t: b["R"][0, 0] - 0.5 * c.T[0, 0], +1), "never": lambda b, t: 1.0}
+
+
+def test_events_of_a_python_model_are_located_by_the_theory_and_on_the_finite_runs(tmp_path):
+    T = np.array([[1.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 1.0]])
+    R0 = np.diag([0.1, 0.2, 0.05])
+    Q0 = np.diag([0.3, 0.25, 0.2])
+    eta = 0.8
+    # sigma = 0: R_00(t) = T_00 - (T_00 - R0_00) e^{-eta t} crosses T_00 / 2 at ln(0.9 / 0.5) / eta.
+    r = hdat.curve(TeacherStudentWithEvent, R0=R0, Q0=Q0, eta=eta, t_max=3.0, n_points=4, quiet=True, out=tmp_path / "curve")
+    events = json.loads((tmp_path / "curve" / "run.json").read_text())["events"]
+    assert events["learned_half"] == pytest.approx(np.log(0.9 / 0.5) / eta, rel=1e-7)  # between 4 coarse observations
+    assert events["never"] is None
+    assert "learned_half" in r.summary
+    # Each finite run's crossing, between its observations: from random weights (R0 ~ 0) at ln 2 / eta.
+    s = hdat.simulate(TeacherStudentWithEvent, eta=eta, N=400, seeds=8, t_points=list(np.linspace(0, 2, 41)), quiet=True, out=tmp_path / "sim")
+    escapes = json.loads((tmp_path / "sim" / "run.json").read_text())["simulation"]["escape_times"]
+    assert len(escapes) == 8 and all(e is not None for e in escapes)
+    assert np.mean(escapes) == pytest.approx(np.log(2) / eta, abs=0.1)
+    assert s.exit_code == 0
+
+
+class MisnamedEscape(TeacherStudent):
+    name = "py-teacher-student-misnamed-escape"
+    escape_event = "learnd"
+
+    def events(self, c):
+        return {"learned": lambda b, t: b["R"][0, 0] - 0.5}
+
+
+def test_an_escape_event_that_is_not_among_the_events_is_refused():
+    with pytest.raises(Exception, match="escape_event 'learnd' is not among"):
+        hdat.curve(MisnamedEscape, quiet=True)
