@@ -164,12 +164,14 @@ Compared compared_quantities(const Bound& bound, const std::vector<SizeRun>& run
     const auto k_th = th.observable(name), k_sim = sim.observable(name);
     if (k_th && k_sim) cmp.quantities.push_back({name, name, *k_th, *k_sim});  // an observable is its own block
   }
-  const std::vector<std::string> entries = bound.layout().columns();
-  std::size_t j = 0;
-  for (const Block& b : bound.layout().blocks()) {
-    const int listed = b.symmetric ? b.rows * (b.rows + 1) / 2 : b.size();
-    for (int i = 0; i < listed; ++i, ++j) cmp.quantities.push_back({entries[j], b.name, th.entry_quantity(j), sim.entry_quantity(j)});
-  }
+  // Every listed entry of the state, judged on the scale of the block that holds it.
+  const StateLayout& layout = bound.layout();
+  const std::vector<std::string> entries = layout.columns();
+  const std::vector<int> listed = layout.listed();
+  for (std::size_t j = 0; j < entries.size(); ++j)
+    for (const Block& b : layout.blocks())
+      if (listed[j] >= b.offset && listed[j] < b.offset + b.size())
+        cmp.quantities.push_back({entries[j], b.name, th.entry_quantity(j), sim.entry_quantity(j)});
   for (const auto& q : cmp.quantities)
     if (std::find(cmp.blocks.begin(), cmp.blocks.end(), q.block) == cmp.blocks.end()) cmp.blocks.push_back(q.block);
   for (const auto& r : runs) cmp.t_common = std::min(cmp.t_common, r.t_compare);
