@@ -230,8 +230,7 @@ class PyTheory final : public OdeTheory {
     const Eigen::VectorXd state = x;  // contiguous whatever the stepper's storage
     dxdt = drift_terms(state.data(), t).total();
   }
-  // The contract's terms(x) has no time: the drift at t = 0, as OdeTheory's default.
-  DriftTerms terms(const Eigen::VectorXd& x) const override { return drift_terms(x.data(), 0.0); }
+  DriftTerms terms(const Eigen::VectorXd& x, double t) const override { return drift_terms(x.data(), t); }
   Observables observe(const Eigen::VectorXd& x, double t) const override {
     return passing([&] {
       py::gil_scoped_acquire gil;

@@ -83,9 +83,9 @@ class Theory final : public hdat::OdeTheory {
   explicit Theory(const Config& c) : c_(c), layout_(c.layout()) {}
   const StateLayout& layout() const override { return layout_; }
 
-  void operator()(const hdat::ConstVecRef& x, hdat::VecRef dxdt, double) const override { dxdt = terms(x).total(); }
+  void operator()(const hdat::ConstVecRef& x, hdat::VecRef dxdt, double t) const override { dxdt = terms(x, t).total(); }
 
-  DriftTerms terms(const Eigen::VectorXd& x) const override {
+  DriftTerms terms(const Eigen::VectorXd& x, double) const override {
     const auto R = layout_.view(x, "R");
     const auto Q = layout_.view(x, "Q");
     const Eigen::MatrixXd& T = c_.T;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "hdat/core/exit_code.hpp"
 #include "hdat/core/harness.hpp"
@@ -41,9 +42,9 @@ std::string describe(const Bound& bound) {
   return d.empty() ? "" : " (" + d + ")";
 }
 
-void finish(const Bound& bound, const std::string& command, RunOutput& out) {
+void finish(const Bound& bound, const Computed& computed, RunOutput& out) {
   Verdict unused;
-  bound.dynamics().finish(bound, command, out, unused);
+  bound.dynamics().finish(bound, computed, out, unused);
 }
 
 }  // namespace
@@ -158,7 +159,9 @@ RunOutput dynamics_curve(const Bound& bound, RunContext& ctx) {
   report_theory_events(bound, run, out);
   out.summary += "  solver             " + run.solver.brief() + "\n";
   out.info["theory_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  finish(bound, "curve", out);
+  Computed computed;
+  computed.curve = &run;
+  finish(bound, computed, out);
   if (interrupted()) {
     out.exit_code = code(ExitCode::interrupted);
     out.summary += fmt::format("  INTERRUPTED: the {} rows up to t = {:.6g} are kept in curve.csv; a curve is not resumed: the same "
@@ -199,7 +202,9 @@ RunOutput dynamics_simulate(const Bound& bound, RunContext& ctx) {
       const Measured last = ens.mean.quantity(n - 1, *k);
       out.summary += fmt::format("  final {:<12} {:.6g} ± {:.2g} (seed mean ± standard error)\n", name, last.value, last.se);
     }
-  finish(bound, "simulate", out);
+  Computed computed;
+  computed.simulation = &ens;
+  finish(bound, computed, out);
   if (ens.finished < ens.requested) {
     out.exit_code = code(ExitCode::interrupted);
     out.summary += fmt::format("  INTERRUPTED: the {} finished seeds are kept in {} (the same command resumes with the rest)\n", ens.finished,
@@ -216,23 +221,27 @@ RunOutput dynamics_validate(const Bound& bound, RunContext& ctx) {
   const bool drift = p.set().find("mode") && p.text("mode") == "drift";
   bool complete = true;
   Verdict verdict;
-  nlohmann::json record;
+  // What was computed stays whole for the model's hook; the folder gets copies of its tables.
+  std::optional<DriftValidation> drift_check;
+  std::optional<TrajectoryValidation> trajectories;
+  Computed computed;
   if (drift) {
-    DriftValidation v = validate_drift(bound, ctx);
-    out.tables["drift.csv"] = std::move(v.rows);
+    const DriftValidation& v = drift_check.emplace(validate_drift(bound, ctx));
+    out.tables["drift.csv"] = v.rows;
     out.summary = fmt::format("drift check{}\n", describe(bound)) + v.summary;
-    verdict = std::move(v.verdict), complete = v.complete, record = std::move(v.record);
+    verdict = v.verdict, complete = v.complete, out.info["validation"] = v.record;
+    computed.drift = &v;
   } else {
-    TrajectoryValidation v = validate_trajectories(bound, ctx);
-    out.tables["validate.csv"] = std::move(v.points);
-    out.tables["escape.csv"] = std::move(v.escape);
-    out.tables["validate_curves.csv"] = std::move(v.curves);
+    const TrajectoryValidation& v = trajectories.emplace(validate_trajectories(bound, ctx));
+    out.tables["validate.csv"] = v.points;
+    out.tables["escape.csv"] = v.escape;
+    out.tables["validate_curves.csv"] = v.curves;
     out.summary = fmt::format("validate{}: theory vs simulation\n", describe(bound)) + v.summary;
-    verdict = std::move(v.verdict), complete = v.complete, record = std::move(v.record);
+    verdict = v.verdict, complete = v.complete, out.info["validation"] = v.record;
+    computed.validation = &v;
   }
-  out.info["validation"] = std::move(record);
   // The model may add checks of its own (identities, conservation laws), merged into the verdict.
-  bound.dynamics().finish(bound, "validate", out, verdict);
+  bound.dynamics().finish(bound, computed, out, verdict);
   out.info["validation"]["verdict"] = verdict.name();
   out.info["validation"]["reasons"] = verdict.reasons;
   out.files["validate.json"] = out.info["validation"].dump(2) + "\n";
@@ -240,18 +249,46 @@ RunOutput dynamics_validate(const Bound& bound, RunContext& ctx) {
   return out;
 }
 
-RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext& ctx) { return dynamics_curve(Bound(model, p), ctx); }
-RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunContext& ctx) { return dynamics_simulate(Bound(model, p), ctx); }
-RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunContext& ctx) { return dynamics_validate(Bound(model, p), ctx); }
+namespace {
+
+// The binding the model's check attached to these parameters (made once when they were resolved),
+// or a new one where none is attached (parameters not resolved through the check, another model).
+std::shared_ptr<const Bound> bound_for(const DynamicsModel& model, const Params& p) {
+  if (auto b = p.binding<Bound>(); b && &b->model() == &model) return b;
+  return std::make_shared<const Bound>(model, p);
+}
+
+// What curve.csv's columns will be, from the bound theory's observables at its start: a sweep checks
+// its observables of curve.csv against them before computing (the other tables' columns depend on
+// what a finite system or the model's hook reports, known once a point ran).
+std::map<std::string, std::vector<std::string>> known_columns(const DynamicsModel& model, const std::string& command, const Params& p) {
+  std::map<std::string, std::vector<std::string>> known;
+  if (command != "curve") return known;
+  const auto bound = bound_for(model, p);
+  const OdeTheory& theory = bound->theory(0);
+  const double t_start = bound->settings().t_start;
+  const Observables first = theory.observe(bound->dynamics().initial_state(theory), t_start);
+  known["curve.csv"] = Trajectory(bound->layout(), first).table().columns();
+  return known;
+}
+
+}  // namespace
+
+RunOutput dynamics_curve(const DynamicsModel& model, const Params& p, RunContext& ctx) { return dynamics_curve(*bound_for(model, p), ctx); }
+RunOutput dynamics_simulate(const DynamicsModel& model, const Params& p, RunContext& ctx) { return dynamics_simulate(*bound_for(model, p), ctx); }
+RunOutput dynamics_validate(const DynamicsModel& model, const Params& p, RunContext& ctx) { return dynamics_validate(*bound_for(model, p), ctx); }
 
 void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsModel> model) {
   // The settings are checked when the parameters are resolved: before any command, sweep point or
   // Python call does any work.
-  entry.check = [own = entry.check, model](const Params& p) {
+  // The check binds the model (parsing the parameters into its Config, reading its settings) and
+  // attaches the binding: the command works from it instead of binding again.
+  entry.check = [own = entry.check, model](Params& p) {
     check_lists(p);
     if (own) own(p);
-    Bound(*model, p);
+    p.attach(std::make_shared<const Bound>(*model, p));
   };
+  entry.columns = [model](const std::string& command, const Params& p) { return known_columns(*model, command, p); };
   entry.commands["curve"] = [model](const Params& p, RunContext& ctx) { return dynamics_curve(*model, p, ctx); };
   entry.commands["simulate"] = [model](const Params& p, RunContext& ctx) { return dynamics_simulate(*model, p, ctx); };
   entry.commands["validate"] = [model](const Params& p, RunContext& ctx) { return dynamics_validate(*model, p, ctx); };

@@ -354,6 +354,7 @@ bool add_size(const SizeRun& run, bool judged, const SizeComparison& c, const Co
 // Finite-size trend of the gap, and (when asked) its order of convergence between successive sizes.
 struct GapTrend {
   nlohmann::json exponents = nlohmann::json::object(), orders = nlohmann::json::object();
+  std::map<std::string, std::vector<double>> order;  ///< per block, between successive sizes
   std::string exponent_line;
   bool order_ok = true;
 };
@@ -371,6 +372,7 @@ GapTrend gap_trend(const Compared& cmp, GapsBySize& by_size, const DynamicsSetti
       const double g0 = gaps[k], g1 = gaps[k + 1];
       const double order = std::log(g0 / g1) / std::fabs(std::log(sizes[k] / sizes[k + 1]));
       trend.orders[b].push_back(number_or_null(order));
+      trend.order[b].push_back(order);
       if (std::isfinite(s.min_order) && g1 > 1e-9) trend.order_ok = trend.order_ok && order >= s.min_order;  // else already at round-off
     }
   }
@@ -441,6 +443,9 @@ TrajectoryValidation validate_trajectories(const Bound& bound, RunContext& ctx) 
   if (!trend.order_ok) verdict.merge(Verdict::disagree(fmt::format("the gap does not shrink with order >= {}", s.min_order)));
 
   v.verdict = verdict;
+  v.sizes = gaps.sizes;
+  v.gap_rms = gaps.gaps;
+  v.gap_order = trend.order;
   v.record = {{"mode", "trajectory"},
               {"verdict", verdict.name()},
               {"reasons", verdict.reasons},
@@ -497,7 +502,8 @@ DriftValidation validate_drift(const Bound& bound, RunContext& ctx) {
   for (double t_check : s.drift_times) {
     system->advance_to(t_check);
     const Eigen::VectorXd x = system->state();
-    const DriftTerms th = theory.terms(x);
+    // At the run's own time (whole steps), where its state is: a schedule's drift depends on it.
+    const DriftTerms th = theory.terms(x, system->time());
     std::vector<stats::Moments> sim(th.size(), stats::Moments(layout.size()));
     for (long i = 0; i < s.drift_samples; ++i) {
       const DriftTerms inc = system->increment();

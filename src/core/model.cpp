@@ -52,9 +52,9 @@ Eigen::VectorXd DriftTerms::total() const {
   return sum;
 }
 
-DriftTerms OdeTheory::terms(const Eigen::VectorXd& x) const {
+DriftTerms OdeTheory::terms(const Eigen::VectorXd& x, double t) const {
   Eigen::VectorXd dxdt(x.size());
-  (*this)(x, dxdt, 0.0);
+  (*this)(x, dxdt, t);
   DriftTerms terms;
   terms.add("drift", std::move(dxdt));
   return terms;

@@ -41,6 +41,12 @@ std::string Trajectory::quantity_name(std::size_t q) const {
   return layout_.columns().at(q - names_.size());
 }
 
+Measured Trajectory::observed(std::size_t row, const std::string& name) const {
+  const auto k = observable(name);
+  if (!k) throw std::out_of_range("Trajectory: no observable '" + name + "'");
+  return quantity(row, *k);
+}
+
 Measured Trajectory::quantity(std::size_t row, std::size_t q) const {
   const auto i = static_cast<Eigen::Index>(q);
   return {value_[row](i), se_[row](i)};

@@ -211,6 +211,9 @@ std::vector<Point> make_points(const ModelEntry& model, const std::string& comma
     try {
       p.params = base.with(p.overrides);
       if (model.check) model.check(p.params);
+      // Checked now, bound again when computed: a large grid would otherwise hold every point's
+      // bound model (and the theories it builds) until the sweep ends.
+      p.params = p.params.without_binding();
     } catch (const InputError& e) {
       throw InputError(e.key(), fmt::format("{} (at grid point {})", strip_prefix(e), describe(p.overrides)));
     }

@@ -32,12 +32,12 @@ struct DriftCheck {
   }
 };
 
-/// Mean of `samples` increments against theory.terms(state): an entry agrees when
+/// Mean of `samples` increments against theory.terms(state, time): an entry agrees when
 /// |theory − mean| ≤ 4 se + (2L/N) · (largest |entry| of the term), the second part the allowance for
 /// the O(L/N) bias of one finite step (|x|²/N, the (1 − wd/N)² of weight decay; derivation.md §7).
 inline DriftCheck drift_check(OnlineSGD& sim, const CommitteeODE& theory, long samples) {
   const Eigen::VectorXd x = sim.state();
-  const DriftTerms th = theory.terms(x);
+  const DriftTerms th = theory.terms(x, sim.time());
   const std::size_t nt = th.size();
   // Moments of the increments shifted by the first one (exactly zero variance for a deterministic entry).
   std::vector<Eigen::VectorXd> shift(nt), sum(nt), sq(nt);

@@ -70,3 +70,16 @@ TEST_CASE("dropout: a schedule of eta and r and a final p_f move theory and simu
   const Table a = run("curve", s).tables.at("curve.csv"), b = run("curve", constant).tables.at("curve.csv");
   CHECK(std::fabs(a.number(a.rows() - 1, "eg") - b.number(b.rows() - 1, "eg")) > 1e-3);
 }
+
+// The drift at time t is the theory's terms at t: under a schedule, η(t) and r(t) there. (Before the
+// terms took the time, the check compared the increments at t with the drift at η(0), r(0), and a
+// schedule was refused with mode=drift.)
+TEST_CASE("dropout: the drift check under a schedule compares the terms at the run's time") {
+  const nlohmann::json schedule = {
+      {"controls",
+       {{{"control", "dropout_keep"}, {"shape", "piecewise_constant"}, {"t_final", 4.0}, {"values", {1.0, 0.5}}},
+        {{"control", "eta"}, {"shape", "piecewise_linear"}, {"t_final", 4.0}, {"values", {2.0, 0.4}}}}}};
+  const nlohmann::json s = {{"mode", "drift"}, {"K", 2},           {"M", 1},      {"noise", 0.2},          {"schedule", schedule},
+                            {"t_max", 4.0},    {"drift_times", {0.0, 3.0}}, {"dims", {500}}, {"drift_samples", 20000}};
+  CHECK(run("validate", s).exit_code == 0);
+}

@@ -104,7 +104,7 @@ TEST_CASE("the bulk right-hand side equals the spec's sums of the scalar closed 
         CAPTURE(M);
         CHECK((fast - slow).lpNorm<Eigen::Infinity>() <= 1e-13 * (1 + slow.lpNorm<Eigen::Infinity>()));
         // The named terms add up to the right-hand side.
-        CHECK((ode.terms(x).total() - fast).lpNorm<Eigen::Infinity>() <= 1e-14 * (1 + fast.lpNorm<Eigen::Infinity>()));
+        CHECK((ode.terms(x, 0.0).total() - fast).lpNorm<Eigen::Infinity>() <= 1e-14 * (1 + fast.lpNorm<Eigen::Infinity>()));
       }
     }
 }
@@ -258,7 +258,7 @@ TEST_CASE("the eta-linear drift is gradient flow on the generalisation error") {
     for (int i = 0; i < K; ++i)
       for (int n = 0; n < M; ++n) H(i, n) = derivative({r + i + K * n});
     for (int i = 0; i < K; ++i) dv(i) = derivative({vo + i});
-    const DriftTerms t = ode.terms(x);
+    const DriftTerms t = ode.terms(x, 0.0);
     const Eigen::VectorXd lin = t.value(0), second = t.value(2);
     REQUIRE(t.name(0) == "eta_linear");
     REQUIRE(t.name(2) == "second_layer");
@@ -297,7 +297,7 @@ TEST_CASE("relabelling students or teachers relabels the drift") {
 TEST_CASE("a broken term is dropped from the drift and from terms(), nothing else changes") {
   const Config s = full_setup(2, 2, Activation::erf);
   const Eigen::VectorXd x = pack(s, random_overlaps(s, 41));
-  const DriftTerms good = CommitteeODE(s).terms(x);
+  const DriftTerms good = CommitteeODE(s).terms(x, 0.0);
   for (std::size_t k = 0; k < good.size(); ++k) {
     Config b = s;
     b.broken_term = good.name(k);

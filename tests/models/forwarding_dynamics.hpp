@@ -28,8 +28,8 @@ class ForwardingDynamics final : public Dynamics {
   std::vector<EventFunction> events() const override { return inner_->events(); }
   std::optional<Eigen::VectorXd> replica_initial_state(std::uint64_t replica) const override { return inner_->replica_initial_state(replica); }
   std::string describe() const override { return inner_->describe(); }
-  void finish(const Bound& bound, const std::string& command, RunOutput& out, Verdict& verdict) const override {
-    inner_->finish(bound, command, out, verdict);
+  void finish(const Bound& bound, const Computed& computed, RunOutput& out, Verdict& verdict) const override {
+    inner_->finish(bound, computed, out, verdict);
   }
   std::unique_ptr<ControlledTheory> controlled(int replica) const override { return inner_->controlled(replica); }
 

@@ -184,3 +184,32 @@ TEST_CASE("validate: a finite run's own failing check makes it disagree") {
   CHECK(failing.info["validation"]["failed_checks"].size() == 6);
   CHECK(failing.summary.find("N = 100, run 0: |v|^2 drifts") != std::string::npos);
 }
+
+// Through the model's entry, as the program and Python call it: resolving the parameters checks them
+// by binding the model, and the command then works from that binding (Params::binding) instead of
+// binding a second time. Before, every command bound twice: once in the check, once to run.
+TEST_CASE("a command resolved through its entry binds the model once, in the check") {
+  register_models();
+  const ModelEntry& committee = registry().get("committee");
+  nlohmann::json s = committee_settings;
+  s.erase("drift_samples"), s.erase("drift_times");
+  for (const std::string command : {"curve", "simulate", "validate"}) {
+    Calls calls;
+    ModelEntry entry;
+    entry.name = committee.name;
+    entry.params = committee.params;
+    add_dynamics_commands(entry, std::make_shared<const DynamicsModel>(counting(*committee::dynamics_model(), calls)));
+    std::vector<std::pair<std::string, nlohmann::json>> sets;
+    for (const auto& [key, value] : s.items()) sets.emplace_back(key, value);
+    const Params p = resolve_for(entry, nlohmann::json(), sets);
+    CHECK(calls.binds == 1);  // the check
+    RunContext ctx = quiet_context();
+    const RunOutput out = entry.commands.at(command)(p, ctx);
+    CAPTURE(command);
+    REQUIRE(out.exit_code != 130);
+    CHECK(calls.binds == 1);  // and nothing more
+    // A copy with other keys carries no binding: it is bound anew.
+    const Params other = p.with({{"seeds", 2}});
+    CHECK(other.binding<Bound>() == nullptr);
+  }
+}

@@ -171,10 +171,12 @@ TEST_CASE("every dynamics model: identities of its commands on small settings") 
       const OdeTheory& theory = bound.theory(0);
       const Eigen::VectorXd x0 = bound.dynamics().initial_state(theory);
       const TheoryRun r = theory_observed(theory, x0, 0.0, {T}, bound.settings().integrate);
-      for (const Eigen::VectorXd& x : {x0, r.final, Eigen::VectorXd(0.5 * (x0 + r.final))}) {
+      // Each state at its own time: a schedule's drift changes with t, and the terms must follow.
+      const std::vector<std::pair<Eigen::VectorXd, double>> at = {{x0, 0.0}, {r.final, T}, {0.5 * (x0 + r.final), 0.5 * T}};
+      for (const auto& [x, t] : at) {
         Eigen::VectorXd f(x.size());
-        theory(x, f, 0.0);
-        const Eigen::VectorXd total = theory.terms(x).total();
+        theory(x, f, t);
+        const Eigen::VectorXd total = theory.terms(x, t).total();
         REQUIRE(total.size() == f.size());
         CHECK((total - f).cwiseAbs().maxCoeff() <= 1e-9 * (1 + f.cwiseAbs().maxCoeff()));
       }

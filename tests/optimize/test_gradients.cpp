@@ -104,7 +104,7 @@ TEST_CASE("committee: the drift written index by index equals the bulk right-han
         CAPTURE(train_v);
         CHECK((bulk - index).cwiseAbs().maxCoeff() < 1e-13 * (1 + bulk.cwiseAbs().maxCoeff()));
         // The terms add up to the same drift.
-        CHECK((ode.terms(x).total() - bulk).cwiseAbs().maxCoeff() < 1e-13);
+        CHECK((ode.terms(x, 0.0).total() - bulk).cwiseAbs().maxCoeff() < 1e-13);
       }
 }
 

@@ -216,3 +216,41 @@ class MisnamedEscape(TeacherStudent):
 def test_an_escape_event_that_is_not_among_the_events_is_refused():
     with pytest.raises(Exception, match="escape_event 'learnd' is not among"):
         hdat.curve(MisnamedEscape, quiet=True)
+
+
+class Ramped(TeacherStudent):
+    """The teacher-student with a learning rate that grows in time, eta(t) = eta (1 + t): its drift
+    depends on t, so the drift check must compare the terms at the run's own time."""
+
+    name = "py-teacher-student-ramped"
+
+    def drift(self, c, b, t):
+        R, Q, T, eta = b["R"], b["Q"], c.T, c.eta * (1 + t)
+        E = T - R - R.T + Q
+        return {"eta": {"R": eta * (T - R), "Q": eta * (R + R.T - 2 * Q)},
+                "eta2": {"Q": eta**2 * (E + c.noise**2 * np.eye(c.K))}}
+
+    class System(TeacherStudent.System):
+        def _eta(self):
+            return self.c.eta * (1 + self.time())
+
+        def advance_to(self, t):
+            while self.steps < round(t * self.N):
+                x, e, _, _ = self._error(self.data)
+                self.W += (self._eta() / self.sqrt_n) * np.outer(e, x)
+                self.steps += 1
+
+        def increment(self):
+            x, e, nu, lam = self._error(self.drift_data)
+            eta = self._eta()
+            linear = eta * np.outer(e, lam)
+            return {"eta": {"R": eta * np.outer(e, nu), "Q": linear + linear.T},
+                    "eta2": {"Q": eta**2 * (x @ x / self.N) * np.outer(e, e)}}
+
+
+def test_the_drift_check_of_a_time_dependent_drift_compares_at_the_run_time(tmp_path):
+    # At t = 1.5 the rate is 2.5 eta: the terms at t = 0 would be off by 2.5x (eta) and 6.25x (eta2).
+    r = hdat.validate(Ramped, out=tmp_path / "ramped", **dict(DRIFT, drift_times=[0.0, 1.5]))
+    assert r.exit_code == 0, r.summary
+    rows = r.tables["drift.csv"]
+    assert sorted(set(rows["t"])) == [0.0, 1.5]

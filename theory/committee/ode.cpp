@@ -285,9 +285,9 @@ void CommitteeODE::parts(const ConstVecRef& x, Parts& out, double t) const {
   if (st.train_v) layout_.view(out.second_layer.data(), "v") = (keep_[4] * st.eta_v) * ws.I2sum;
 }
 
-DriftTerms CommitteeODE::terms(const Eigen::VectorXd& x) const {
+DriftTerms CommitteeODE::terms(const Eigen::VectorXd& x, double t) const {
   Parts p;
-  parts(x, p);
+  parts(x, p, t);  // at t: a schedule's η(t) and keep-probability r(t)
   DriftTerms terms;
   for (const std::string& name : setup_.active_terms()) {
     if (name == "eta_linear") terms.add(name, p.eta_linear);

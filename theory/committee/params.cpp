@@ -86,9 +86,6 @@ void check(const Params& p) {
                                                    lo_open ? "(" : "[", lo, hi));
       }
     };
-    if (!s->controls.empty() && p.text("mode") == "drift")
-      throw InputError("schedule", "the drift check tests one step's law at constant controls: leave `schedule` unset with mode=drift "
-                                   "(set eta and dropout_keep instead)");
     bad("eta", 0.0, true, std::numeric_limits<double>::infinity());
     bad("dropout_keep", 0.0, false, 1.0);
     if (s->final_value("test_scale", 1.0) < 0) throw InputError("schedule", "test_scale must be >= 0");

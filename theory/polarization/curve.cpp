@@ -47,24 +47,27 @@ CurveResult theory_curve(const Config& c, const Instance& in) {
   r.ok = r.flow.summary.ok();
   r.info = flow_info(c, *flow, r.flow);
   r.info["instance"] = in.record(c);
-  const nlohmann::json limits = asymptotics(c, in, r.table);
-  if (!limits.is_null()) r.info["asymptotics"] = limits;
+  if (!r.table.empty()) {
+    const std::size_t last = r.table.rows() - 1;
+    const LastObservation end{r.table.number(last, "t"), r.table.number(last, "top"), r.table.number(last, "eps_log2t"),
+                              r.table.number(last, "z_minus_logt")};
+    const nlohmann::json limits = asymptotics(c, in, end);
+    if (!limits.is_null()) r.info["asymptotics"] = limits;
+  }
   return r;
 }
 
-nlohmann::json asymptotics(const Config& c, const Instance& in, const Table& table) {
-  if (!(c.loss == Loss::logistic && c.normalization == Normalization::softmax && c.architecture == Architecture::value) || table.empty())
-    return nullptr;
+nlohmann::json asymptotics(const Config& c, const Instance& in, const LastObservation& last) {
+  if (!(c.loss == Loss::logistic && c.normalization == Normalization::softmax && c.architecture == Architecture::value)) return nullptr;
   nlohmann::json j;
-  const std::size_t last = table.rows() - 1;
   Eigen::Index w = 0;
   in.u0.maxCoeff(&w);
-  j["t"] = table.number(last, "t");
+  j["t"] = last.t;
   j["winner_argmax_u0"] = static_cast<int>(w);
-  j["top_token"] = static_cast<int>(table.number(last, "top"));
-  j["eps_log2t"] = table.number(last, "eps_log2t");
+  j["top_token"] = static_cast<int>(last.top);
+  j["eps_log2t"] = last.eps_log2t;
   j["eps_log2t_limit"] = 2.0 * c.b() * (c.T - 1) / c.T;
-  j["z_minus_logt"] = table.number(last, "z_minus_logt");
+  j["z_minus_logt"] = last.z_minus_logt;
   j["z_minus_logt_limit"] = std::log(c.b());
   j["note"] = "limits of the logistic softmax flow from a(0) = 0 (derivation.md §9); approached like 1/log t";
   return j;

@@ -164,48 +164,40 @@ double psd_violation(const StateLayout& layout, const Eigen::VectorXd& x) {
 }
 }  // namespace
 
-double worst_psd_violation(const Table& curve, const Config& s) {
-  double worst = 0;
-  const StateLayout layout = s.layout();
-  for (std::size_t r = 0; r < curve.rows(); ++r) worst = std::min(worst, psd_violation(layout, state_at(curve, r, layout)));
-  return worst;
-}
-
 double worst_psd_violation(const hdat::Trajectory& run) {
   double worst = 0;
   for (std::size_t r = 0; r < run.size(); ++r) worst = std::min(worst, psd_violation(run.layout(), run.state(r)));
   return worst;
 }
 
-void add_curve_results(const Params& p, const Config& s, const OrderParameterFlow& flow, RunOutput& out) {
-  const Table& curve = out.tables.at("curve.csv");
+void add_curve_results(const Params& p, const Config& s, const OrderParameterFlow& flow, const TheoryRun& run, RunOutput& out) {
+  const hdat::Trajectory& curve = run.trajectory;
   const auto [bayes, bayes_se] = bayes_risk(s, std::max<long>(p.integer("mc_samples"), 20000), sampling_from_name(p.text("sampling")),
                                             s.seed, 0);
   // The core located the declared events (specialization_events) on the integrator's dense output.
   Events ev;
-  const nlohmann::json& located = out.info["events"];
-  ev.plateau_end = located.value("plateau_end", nlohmann::json(nullptr)).is_number() ? located["plateau_end"].get<double>() : NAN;
-  ev.plateau_risk = std::isfinite(ev.plateau_end) ? out.info["event_states"]["plateau_end"]["risk"].get<double>() : NAN;
+  const LocatedEvent* plateau_end = run.solver.first_event("plateau_end");
+  ev.plateau_end = plateau_end ? plateau_end->t : NAN;
+  ev.plateau_risk = plateau_end ? flow.observe(plateau_end->x, plateau_end->t)["risk"].value : NAN;
   for (int h = 0; h < s.H; ++h) {
-    const auto& t = located.value(fmt::format("head_{}_specialises", h), nlohmann::json(nullptr));
-    ev.head_split_time.push_back(t.is_number() ? t.get<double>() : NAN);
+    const LocatedEvent* split = run.solver.first_event(fmt::format("head_{}_specialises", h));
+    ev.head_split_time.push_back(split ? split->t : NAN);
   }
   out.info["theory"] = {{"samples", flow.samples().size()},
                         {"sampling", sampling_name(flow.samples().kind())},
                         {"head_permutations", flow.permutations()},
                         {"evaluations_per_expectation", flow.evaluations_per_expectation()},
-                        {"worst_psd_violation", worst_psd_violation(curve, s)}};
+                        {"worst_psd_violation", worst_psd_violation(curve)}};
   out.info["bayes_risk"] = bayes;
   out.info["bayes_risk_se"] = bayes_se;
   out.info["events"].update(ev.to_json());
   out.info["seeds"] = {{"seed", s.seed}, {"streams", "initial asymmetry: (seed, 0, 6); theory samples: (seed, 0, 11); Bayes risk: (seed, 0, 12)"}};
-  const std::size_t n = curve.rows();
-  const double final_risk = n ? curve.number(n - 1, "risk") : NAN;
+  const std::size_t n = curve.size();
+  const double final_risk = n ? curve.observed(n - 1, "risk").value : NAN;
   out.summary += fmt::format("  Bayes risk         {:.6g} ± {:.2g} (excess of the final risk {:.4g})\n", bayes, bayes_se, final_risk - bayes);
 
-  const bool solved = out.info["solver"]["status"] == "completed" || out.info["solver"]["status"] == "stopped_by_event";
-  if (p.boolean("prune") && solved && n) {
-    const Eigen::VectorXd x = state_at(curve, n - 1, flow.layout());
+  if (p.boolean("prune") && run.solver.ok() && n) {
+    const Eigen::VectorXd& x = curve.state(n - 1);
     const auto rows = prune_heads(flow, flow.layout().view(x, "M"), flow.layout().view(x, "R"), s.bias_in(x));
     Table pt({"kept_heads", "risk", "risk_se", "risk_increase", "heads"});
     nlohmann::json pj = nlohmann::json::array();

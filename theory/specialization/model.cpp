@@ -282,8 +282,6 @@ void check(const Params& p) {
         const double t = c->t_final * k / 1000, u = c->value(t);
         if (!(u >= 0)) throw InputError("schedule", fmt::format("the schedule takes eta to {:.6g} at t = {:.4g}; eta must be >= 0", u, t));
       }
-    if (p.set().find("mode") && p.text("mode") == "drift")
-      throw InputError("schedule", "the drift check tests one step's law at a constant eta: leave `schedule` unset with mode=drift");
   }
   const std::string kind = p.text("prior.kind");
   if (kind == "gaussian") {

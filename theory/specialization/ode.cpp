@@ -280,10 +280,10 @@ FlowTerms OrderParameterFlow::terms_at(const Eigen::MatrixXd& M, const Eigen::Ma
   return t;
 }
 
-DriftTerms OrderParameterFlow::terms(const Eigen::VectorXd& x) const {
+DriftTerms OrderParameterFlow::terms(const Eigen::VectorXd& x, double t_now) const {
   const Eigen::MatrixXd M = layout_.view(x, "M");
   const Eigen::MatrixXd R = 0.5 * (layout_.view(x, "R") + layout_.view(x, "R").transpose());
-  const FlowTerms t = terms(M, R, setup_.bias_in(x), true);
+  const FlowTerms t = terms_at(M, R, setup_.bias_in(x), true, setup_.eta_at(t_now));  // a schedule's η(t)
   const Eigen::MatrixXd zero_M = Eigen::MatrixXd::Zero(M.rows(), M.cols()), zero_R = Eigen::MatrixXd::Zero(R.rows(), R.cols());
   const Eigen::VectorXd zero_b = Eigen::VectorXd::Zero(setup_.H);
   DriftTerms out;

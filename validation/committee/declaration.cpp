@@ -79,12 +79,12 @@ class Committee final : public Dynamics {
     if (s.schedule) d += ", scheduled";
     return d;
   }
-  void finish(const Bound&, const std::string& command, RunOutput& out, Verdict&) const override {
-    if (command == "curve" && out.tables.count("curve.csv")) {
-      const Table& curve = out.tables.at("curve.csv");
-      if (!curve.empty()) out.info["events"]["eg_final"] = curve.number(curve.rows() - 1, "eg");  // empty: interrupted at once
+  void finish(const Bound&, const Computed& computed, RunOutput& out, Verdict&) const override {
+    if (computed.curve) {
+      const Trajectory& run = computed.curve->trajectory;
+      if (!run.empty()) out.info["events"]["eg_final"] = run.observed(run.size() - 1, "eg").value;  // empty: interrupted at once
     }
-    if (command == "simulate") {
+    if (computed.simulation) {
       out.info["simulation"]["streams"] =
           "per replica k of the seed: teacher (seed, k, teacher), student init (seed, k, student_init), data (seed, k, training_data), "
           "test set (seed, k, test_set), drift samples (seed, k, drift_check)";

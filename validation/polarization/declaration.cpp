@@ -61,38 +61,43 @@ Table without_standard_errors(const Table& t) {
   return out;
 }
 
-std::string last_row_line(const Table& t, bool theory) {
-  if (t.empty()) return "";
-  const std::size_t L = t.rows() - 1;
-  const double eps = t.number(L, "one_minus_s_top");
-  std::string s = fmt::format("  at t = {:g}: top token {}, s_top = {:.10g}", t.number(L, "t"), static_cast<int>(t.number(L, "top")), 1 - eps);
+std::string last_row_line(const Trajectory& run, bool theory) {
+  if (run.empty()) return "";
+  const std::size_t L = run.size() - 1;
+  const auto at = [&](const char* name) { return run.observed(L, name).value; };
+  const double eps = at("one_minus_s_top");
+  std::string s = fmt::format("  at t = {:g}: top token {}, s_top = {:.10g}", run.t(L), static_cast<int>(at("top")), 1 - eps);
   if (theory) s += fmt::format(", 1 − s_top = {:.4g}", eps);
-  s += fmt::format(", loss = {:.4g}", t.number(L, "loss"));
-  if (theory) s += fmt::format(", z − log t = {:.4g}", t.number(L, "z_minus_logt"));
+  s += fmt::format(", loss = {:.4g}", at("loss"));
+  if (theory) s += fmt::format(", z − log t = {:.4g}", at("z_minus_logt"));
   return s + "\n";
 }
 
-void finish_curve(const Config& c, const Instance& in, RunOutput& out) {
-  const Table& t = out.tables.at("curve.csv");
+void finish_curve(const Config& c, const Instance& in, const TheoryRun& run, RunOutput& out) {
+  const Trajectory& curve = run.trajectory;
   out.info["instance"] = in.record(c);
-  const nlohmann::json limits = asymptotics(c, in, t);
-  if (!limits.is_null()) out.info["asymptotics"] = limits;
-  out.summary += last_row_line(t, true);
+  if (!curve.empty()) {
+    const std::size_t L = curve.size() - 1;
+    const auto at = [&](const char* name) { return curve.observed(L, name).value; };
+    const nlohmann::json limits = asymptotics(c, in, {curve.t(L), at("top"), at("eps_log2t"), at("z_minus_logt")});
+    if (!limits.is_null()) out.info["asymptotics"] = limits;
+  }
+  out.summary += last_row_line(curve, true);
   for (const auto& e : out.info["events"])
     out.summary += fmt::format("  event at t = {:.10g}: {} ({})\n", e["t"].get<double>(), e["message"].get<std::string>(), e["action"].get<std::string>());
 }
 
-void finish_simulate(const Config& c, const Instance& in, RunOutput& out) {
+void finish_simulate(const Config& c, const Instance& in, const Ensemble& ens, RunOutput& out) {
+  // The folder's sim.csv without the standard errors of a deterministic run (all zero).
   Table& sim = out.tables.at("sim.csv");
   sim = without_standard_errors(sim);
   out.info["instance"] = in.record(c);
-  auto& info = out.info["simulation"];
-  if (!info.contains("runs")) return;
-  const nlohmann::json& run = info["runs"].front();
+  if (ens.records.empty() || ens.records.front().empty()) return;
+  const nlohmann::json& run = ens.records.front();
   out.info["events"] = run["events"];
   out.summary += fmt::format("  gradient descent: {} steps in {:.3f} s ({:.3g} steps/s)\n", run["steps"].get<long>(), run["wall_seconds"].get<double>(),
                              run["steps_per_second"].get<double>());
-  out.summary += last_row_line(sim, false);
+  out.summary += last_row_line(ens.mean, false);
   out.summary += "  invariants: " + run["invariants"].dump() + "\n";
   for (const auto& f : run["identity_failures"]) out.summary += "  identity FAILS: " + f.get<std::string>() + "\n";
   if (!run["finite"].get<bool>()) {
@@ -104,7 +109,7 @@ void finish_simulate(const Config& c, const Instance& in, RunOutput& out) {
 // validate (trajectories) also checks the drift; its failing overrules the harness's verdict. (The
 // identities of every step are the runs' own checks, GradientDescent::failed_checks, which the
 // harness judges.)
-void finish_validate(const Bound& bound, const Config& c, RunOutput& out, Verdict& verdict) {
+void finish_validate(const Bound& bound, const Config& c, const TrajectoryValidation& validation, RunOutput& out, Verdict& verdict) {
   nlohmann::json& v = out.info["validation"];
 
   RunContext quiet;
@@ -115,7 +120,7 @@ void finish_validate(const Bound& bound, const Config& c, RunOutput& out, Verdic
   out.summary += fmt::format("  drift check at t = {} (lr = {:g}): one step against the flow's right-hand side\n", nlohmann::json(c.drift_times).dump(),
                              bound.settings().drift_size) +
                  drift.summary;
-  out.tables["convergence.csv"] = convergence_table(v);
+  out.tables["convergence.csv"] = convergence_table(validation);
   if (drift.verdict.kind != VerdictKind::agree) {
     verdict.merge(Verdict::disagree("the drift check fails (see the summary)"));
     out.summary += "  verdict: DISAGREE (drift check)\n";
@@ -124,19 +129,15 @@ void finish_validate(const Bound& bound, const Config& c, RunOutput& out, Verdic
 
 }  // namespace
 
-Table convergence_table(const nlohmann::json& validation) {
-  std::vector<std::string> blocks;
-  for (const auto& [block, gap] : validation["gap_order"].items()) blocks.push_back(block);
+Table convergence_table(const TrajectoryValidation& v) {
   std::vector<std::string> cols = {"lr"};
-  for (const auto& b : blocks) cols.push_back("gap_" + b);
-  for (const auto& b : blocks) cols.push_back("order_" + b);
+  for (const auto& [b, gaps] : v.gap_rms) cols.push_back("gap_" + b);
+  for (const auto& [b, gaps] : v.gap_rms) cols.push_back("order_" + b);
   Table t(cols);
-  const auto& per_size = validation["per_size"];
-  auto number = [](const nlohmann::json& j) { return j.is_number() ? j.get<double>() : std::nan(""); };
-  for (std::size_t k = 0; k < per_size.size(); ++k) {
-    std::vector<double> row = {per_size[k]["lr"].get<double>()};
-    for (const auto& b : blocks) row.push_back(number(per_size[k]["gap_rms"][b]));
-    for (const auto& b : blocks) row.push_back(k == 0 ? std::nan("") : number(validation["gap_order"][b][k - 1]));
+  for (std::size_t k = 0; k < v.sizes.size(); ++k) {
+    std::vector<double> row = {v.sizes[k]};
+    for (const auto& [b, gaps] : v.gap_rms) row.push_back(gaps[k]);
+    for (const auto& [b, gaps] : v.gap_rms) row.push_back(k == 0 ? std::nan("") : v.gap_order.at(b)[k - 1]);
     t.add_row(row);
   }
   return t;
@@ -148,7 +149,7 @@ namespace {
 class Polarization final : public Dynamics {
  public:
   explicit Polarization(const Params& p)
-      : config_(Config::from(p)), instance_(make_instance(config_)), flow_(make_flow(config_, instance_)), trajectory_(p.text("mode") == "trajectory") {}
+      : config_(Config::from(p)), instance_(make_instance(config_)), flow_(make_flow(config_, instance_)) {}
 
   DynamicsSettings settings() const override { return settings_from(config_, *flow_); }
   StateLayout layout() const override { return flow_->layout(); }
@@ -157,20 +158,17 @@ class Polarization final : public Dynamics {
   Eigen::VectorXd initial_state(const OdeTheory& theory) const override { return dynamic_cast<const FlowTheory&>(theory).flow().initial_state(); }
   std::unique_ptr<FiniteSystem> system(double lr, std::uint64_t) const override { return std::make_unique<GradientDescent>(config_, instance_, lr); }
   std::string describe() const override { return polarization::describe(config_); }
-  void finish(const Bound& bound, const std::string& command, RunOutput& out, Verdict& verdict) const override {
-    if (command == "curve") finish_curve(config_, instance_, out);
-    if (command == "simulate") finish_simulate(config_, instance_, out);
-    if (command == "validate") {
-      out.info["instance"] = instance_.record(config_);
-      if (trajectory_) finish_validate(bound, config_, out, verdict);
-    }
+  void finish(const Bound& bound, const Computed& computed, RunOutput& out, Verdict& verdict) const override {
+    if (computed.curve) finish_curve(config_, instance_, *computed.curve, out);
+    if (computed.simulation) finish_simulate(config_, instance_, *computed.simulation, out);
+    if (computed.validation || computed.drift) out.info["instance"] = instance_.record(config_);
+    if (computed.validation) finish_validate(bound, config_, *computed.validation, out, verdict);
   }
 
  private:
   Config config_;
   Instance instance_;
   std::unique_ptr<FlowSystem> flow_;  // the theory's blocks; refers to config_ and instance_
-  bool trajectory_;
 };
 
 }  // namespace

@@ -62,9 +62,9 @@ class Specialization final : public Dynamics {
     return fmt::format("{}{}{}, L={}, H={}, F={}, eta={}, {} prior", activation_name(s.activation), aggregation, bias, s.L, s.H, s.F, s.eta,
                        p_.text("prior.kind"));
   }
-  void finish(const Bound& bound, const std::string& command, RunOutput& out, Verdict&) const override {
-    if (command == "curve") add_curve_results(p_, config_, dynamic_cast<const OrderParameterFlow&>(bound.theory(0)), out);
-    if (command == "simulate") {
+  void finish(const Bound& bound, const Computed& computed, RunOutput& out, Verdict&) const override {
+    if (computed.curve) add_curve_results(p_, config_, dynamic_cast<const OrderParameterFlow&>(bound.theory(0)), *computed.curve, out);
+    if (computed.simulation) {
       auto& sim = out.info["simulation"];
       sim["seed_replicas"] = fmt::format("seed {}, replicas 0..{}: teacher (seed, k, 2), init (seed, k, 3), data (seed, k, 4), test set (seed, k, 5)",
                                          config_.seed, settings_.seeds - 1);

@@ -36,7 +36,7 @@ class CommitteeODE final : public OdeTheory {
   const StateLayout& layout() const override { return layout_; }
   void operator()(const ConstVecRef& x, VecRef dxdt, double t) const override;
   /// The drift in its named terms (Config::active_terms()), exact (no standard errors).
-  DriftTerms terms(const Eigen::VectorXd& x) const override;
+  DriftTerms terms(const Eigen::VectorXd& x, double t) const override;
   /// "eg": the generalisation error of the state (exact).
   Observables observe(const Eigen::VectorXd& x, double t) const override;
 

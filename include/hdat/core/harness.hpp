@@ -142,6 +142,9 @@ struct TrajectoryValidation {
   Table points;
   Table curves;   ///< size, t, then q_theory, q_sim, q_sim_se for every quantity
   Table escape;   ///< size, log_size, escape_time, escape_time_se, seeds_escaped, seeds
+  std::vector<double> sizes;                             ///< the sizes compared, in order
+  std::map<std::string, std::vector<double>> gap_rms;    ///< per compared block: its rms gap at each size
+  std::map<std::string, std::vector<double>> gap_order;  ///< per compared block: the order between successive sizes
   nlohmann::json record;
   std::string summary;
 };

@@ -69,9 +69,10 @@ class OdeTheory {
   virtual const StateLayout& layout() const = 0;
   /// dx/dt at x: an Odeint system.
   virtual void operator()(const ConstVecRef& x, VecRef dxdt, double t) const = 0;
-  /// The drift at x in its named terms, with standard errors (the drift check compares them one by
-  /// one with the finite system's increments). Default: one exact term, "drift".
-  virtual DriftTerms terms(const Eigen::VectorXd& x) const;
+  /// The drift at state x and time t in its named terms, with standard errors (the drift check
+  /// compares them one by one with the finite system's increments at that time). Default: one exact
+  /// term, "drift".
+  virtual DriftTerms terms(const Eigen::VectorXd& x, double t) const;
   /// The observables at state x and time t (population risk ...), with standard errors where sampled.
   virtual Observables observe(const Eigen::VectorXd& x, double t) const = 0;
   /// Integrate from x0, which lies at times.front(), through the observation times and observe (the
@@ -150,8 +151,20 @@ struct DynamicsSettings {
   bool parallel_seeds = true;             ///< run seeds in parallel threads
 };
 
-class Bound;     // harness.hpp: a model bound to one command's parameters
-struct Verdict;  // verdict.hpp
+class Bound;                  // harness.hpp: a model bound to one command's parameters
+struct Verdict;               // verdict.hpp
+struct Ensemble;              // harness.hpp
+struct TrajectoryValidation;  // harness.hpp
+struct DriftValidation;       // harness.hpp
+
+/// What a dynamics command computed, typed: the model's finish hook reads its results from here,
+/// never back out of the tables the core made for the folder. One of them is set.
+struct Computed {
+  const TheoryRun* curve = nullptr;                  ///< curve: the theory's run, its events located
+  const Ensemble* simulation = nullptr;              ///< simulate: the seeds' runs and their mean
+  const TrajectoryValidation* validation = nullptr;  ///< validate mode=trajectory
+  const DriftValidation* drift = nullptr;            ///< validate mode=drift
+};
 
 /// A dynamics model at one configuration: what a model writes. Its constructor parses the
 /// command's parameters once into the model's typed `Config`; everything the harness builds comes
@@ -186,9 +199,9 @@ class Dynamics {
   /// One line describing the configuration, for summaries ("softmax, H=2, F=2, L=4, eta=1").
   virtual std::string describe() const { return ""; }
   /// What is the model's own in a command's output (events, Bayes risk, pruning, its own checks ...):
-  /// called with the command's name ("curve", "simulate", "validate") and the output the core made;
-  /// for validate, a check of the model's own that fails is merged into `verdict`.
-  virtual void finish(const Bound& /*bound*/, const std::string& /*command*/, RunOutput& /*out*/, Verdict& /*verdict*/) const {}
+  /// called with what the command computed and the output the core made of it; for validate, a
+  /// check of the model's own that fails is merged into `verdict`.
+  virtual void finish(const Bound& /*bound*/, const Computed& /*computed*/, RunOutput& /*out*/, Verdict& /*verdict*/) const {}
   /// The theory with its controllable parameters and exact derivatives (hdat/core/control.hpp), for
   /// `hdat optimize`; null: the model offers no optimal protocols.
   /// `replica`: an independent Monte Carlo sample set, as theory(replica) (a closed form ignores it).

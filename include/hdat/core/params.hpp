@@ -7,6 +7,7 @@
 // nested ("prior.kind"); a config file may spell them nested or dotted. A --set value is parsed as
 // JSON when it parses, otherwise taken as a string.
 #include <Eigen/Dense>
+#include <any>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -131,13 +132,29 @@ class Params {
 
   /// Copy with some keys replaced (values checked like --set values, and counted as set explicitly).
   /// Used by sweeps and validate.
+  /// The copy carries no binding: its keys differ.
   Params with(const json& flat_overrides) const;
+
+  /// What the model's check made of these parameters (a dynamics model's bound configuration),
+  /// kept so that the command works from that binding instead of parsing and binding again
+  /// (ModelEntry::check attaches it). Null when none of type T is attached.
+  template <class T>
+  std::shared_ptr<const T> binding() const {
+    const auto* b = std::any_cast<std::shared_ptr<const T>>(&binding_);
+    return b ? *b : nullptr;
+  }
+  template <class T>
+  void attach(std::shared_ptr<const T> binding) { binding_ = std::move(binding); }
+  /// The same keys without the binding (a sweep point, checked now and bound again when it runs, so
+  /// that a large grid does not hold every point's bound model).
+  Params without_binding() const { return Params(set_, flat_, given_); }
 
  private:
   const ParamSpec& spec(const std::string& key) const;
   std::shared_ptr<const ParamSet> set_;  // shared: a Params never outlives its declaration
   json flat_;
   std::set<std::string> given_;
+  std::any binding_;  ///< a std::shared_ptr<const T>, or empty
 };
 
 /// Every key set explicitly must apply to the configuration (ParamSpec::condition); InputError naming

@@ -48,7 +48,9 @@ struct ModelEntry {
   std::string summary;                       ///< one line
   std::string description;                   ///< a paragraph for `hdat list MODEL`
   ParamSet params;
-  std::function<void(const Params&)> check;  ///< cross-key consistency (shapes ...); throws InputError
+  /// Cross-key consistency (shapes ...); throws InputError. A check that binds the model to check it
+  /// (a dynamics model) attaches that binding (Params::attach) for the command to use.
+  std::function<void(Params&)> check;
   std::map<std::string, Command> commands;   ///< "curve", "simulate", "validate", "analyze", ...
   /// Scalar observables a sweep takes by default from the output of the command its default mode runs
   /// (`curve`; `simulate` for a model without a theory).
@@ -56,6 +58,11 @@ struct ModelEntry {
   /// The same for the model's other commands (e.g. "simulate" -> {"final:eg"}); a sweep of a command
   /// with none asks for --observable before computing.
   std::map<std::string, std::vector<std::string>> command_observables;
+  /// The columns of the tables a command writes at these parameters, where they are known before it
+  /// runs: a sweep checks its observables of those tables against them before computing anything.
+  /// A table left out is known only once the command ran (its observables are checked on the
+  /// sweep's first finished point). Null: none known beforehand.
+  std::function<std::map<std::string, std::vector<std::string>>(const std::string& command, const Params&)> columns;
   /// Figures for an output folder written by one of this model's commands (reads DIR/run.json,
   /// DIR/*.csv; writes DIR/*.png, *.svg through hdat::plot). Used by `hdat plot DIR`.
   std::function<void(const std::filesystem::path& dir)> plot;

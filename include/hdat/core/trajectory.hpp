@@ -40,6 +40,8 @@ class Trajectory {
   const std::vector<std::string>& observables() const { return names_; }
   /// The index of an observable; none when the trajectory has no such observable.
   std::optional<std::size_t> observable(const std::string& name) const;
+  /// Observable `name` at a row (std::out_of_range naming it where the trajectory has none).
+  Measured observed(std::size_t row, const std::string& name) const;
   /// The quantities compared and averaged: the observables, then the state's entries as the table
   /// lists them (layout().columns()).
   std::size_t quantities() const { return names_.size() + listed_.size(); }

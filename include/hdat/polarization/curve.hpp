@@ -29,9 +29,14 @@ struct CurveResult {
 /// The flow from the instance's initial state through c.times (the model's own analyses).
 CurveResult theory_curve(const Config& c, const Instance& in);
 
+/// What the asymptotics are compared with: a curve's last observation.
+struct LastObservation {
+  double t = 0, top = 0, eps_log2t = 0, z_minus_logt = 0;
+};
+
 /// The spec's asymptotic predictions for the logistic softmax flow from a(0) = 0, compared with the
 /// last row of a curve: (1 − s_top) log² t → 2 b (T − 1)/T, z − log t → log b, winner = argmax u(0).
 /// Null where they do not apply (other losses, normalisations, the tied model).
-nlohmann::json asymptotics(const Config& c, const Instance& in, const Table& table);
+nlohmann::json asymptotics(const Config& c, const Instance& in, const LastObservation& last);
 
 }  // namespace hdat::polarization

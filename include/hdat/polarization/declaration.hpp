@@ -16,8 +16,8 @@ namespace hdat::polarization {
 /// The declaration (one object, shared by every command).
 std::shared_ptr<const DynamicsModel> dynamics_model();
 
-/// The gap of every block against the step, from validate's record: lr, gap_BLOCK, order_BLOCK
+/// The gap of every block against the step, from validate's comparison: lr, gap_BLOCK, order_BLOCK
 /// (log(gap(η)/gap(η/2)) / log 2; NaN at the largest step).
-Table convergence_table(const nlohmann::json& validation);
+Table convergence_table(const TrajectoryValidation& validation);
 
 }  // namespace hdat::polarization

@@ -63,12 +63,11 @@ FlowRun integrate_flow(const OrderParameterFlow& flow, const Eigen::VectorXd& x0
 /// The state in row `row` of a table with the layout's columns (curve.csv, a simulation's table).
 Eigen::VectorXd state_at(const Table& table, std::size_t row, const StateLayout& layout);
 
-/// The most negative eigenvalue of R − M Mᵀ over a curve's rows (0 when all are PSD).
-double worst_psd_violation(const Table& curve, const Config& s);
+/// The most negative eigenvalue of R − M Mᵀ over a run's rows (0 when all are PSD).
 double worst_psd_violation(const hdat::Trajectory& run);
 
 /// What `hdat curve specialization` adds to the core's curve: Bayes risk, events, theory
-/// statistics, and the pruning analysis (prune=true); `flow` is the theory the curve integrated.
-void add_curve_results(const Params& p, const Config& s, const OrderParameterFlow& flow, RunOutput& out);
+/// statistics, and the pruning analysis (prune=true); `flow` is the theory that made `run`.
+void add_curve_results(const Params& p, const Config& s, const OrderParameterFlow& flow, const TheoryRun& run, RunOutput& out);
 
 }  // namespace hdat::specialization

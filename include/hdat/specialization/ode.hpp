@@ -64,7 +64,7 @@ class OrderParameterFlow : public OdeTheory {
   void operator()(const ConstVecRef& x, VecRef dxdt, double t) const override;
   /// The drift in its terms: "eta" (linear in η: dM and the drift of R), "eta2" (the η²/B SGD-noise
   /// term of R) and, with train_bias, "bias" (the drift of b), with standard errors.
-  DriftTerms terms(const Eigen::VectorXd& x) const override;
+  DriftTerms terms(const Eigen::VectorXd& x, double t) const override;
   /// The population risk, with its standard error.
   Observables observe(const Eigen::VectorXd& x, double t) const override;
   /// Every term at (M, R) and biases b, with standard errors.
