@@ -84,6 +84,32 @@ void draw(const SweepRequest& a, const fs::path& dir, SweepOutcome& outcome) {
   }
 }
 
+// The folders on the way to `dir` that do not exist yet, deepest first.
+std::vector<fs::path> missing_folders(const fs::path& dir) {
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  return missing;
+}
+
+// A sweep refused on its first finished point (an observable its output does not have) leaves the
+// folder as it found it: a new one's definition and the folders it made are removed, an existing
+// one's definition is put back.
+void undo_refused_sweep(const fs::path& dir, const std::optional<std::string>& definition, const std::vector<fs::path>& made) {
+  if (definition) {
+    write_file_atomic(dir / "sweep.json", *definition);
+    return;
+  }
+  std::error_code ec;
+  if (fs::exists(dir / "points", ec) && !fs::is_empty(dir / "points", ec)) return;  // finished points: kept
+  fs::remove(dir / "points", ec);
+  fs::remove(dir / "sweep.json", ec);  // (sweep.csv is written only once a point is finished)
+  for (const auto& p : made) fs::remove(p, ec);  // deepest first; only an empty folder goes
+}
+
 SweepOutcome merge(const SweepRequest& a, const sweep::Plan& plan, const fs::path& dir) {
   const auto t0 = std::chrono::steady_clock::now();
   SweepOutcome outcome;
@@ -134,6 +160,9 @@ SweepOutcome run_sweep(const SweepRequest& a, sweep::Communicator& comm) {
   std::vector<sweep::Row> rows(plan.points.size());
   sweep::RunCounts counts;
   json execution;
+  const std::optional<std::string> definition =
+      fs::exists(dir / "sweep.json") ? std::optional<std::string>(read_file(dir / "sweep.json")) : std::nullopt;
+  const std::vector<fs::path> made = missing_folders(dir);
   try {
     std::vector<std::size_t> indices;
     if (shard) indices = sweep::shard_indices(plan.points.size(), shard->first, shard->second);
@@ -184,6 +213,13 @@ SweepOutcome run_sweep(const SweepRequest& a, sweep::Communicator& comm) {
       }
     }
     if (root && !shard) sweep::write_results(dir, plan, rows, counts, execution);
+  } catch (const InputError& e) {
+    if (comm.size() > 1) {
+      fmt::print(stderr, "hdat: rank {}: {}\n", comm.rank(), e.what());
+      comm.abort(2);
+    }
+    if (root) undo_refused_sweep(dir, definition, made);
+    throw;
   } catch (const std::exception& e) {
     if (comm.size() > 1) {
       fmt::print(stderr, "hdat: rank {}: {}\n", comm.rank(), e.what());

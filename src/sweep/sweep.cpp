@@ -96,6 +96,26 @@ std::string command_for_mode(const ModelEntry& model, const std::string& mode) {
   return command;
 }
 
+namespace {
+
+// An observable of a column is checked, before any point is computed, against the columns its table
+// will have where the command declares them (ModelEntry::columns, at the first point); the rest
+// (run.json entries, tables known only once written) on the first finished point (check_observables).
+void check_known_columns(const Plan& plan) {
+  if (!plan.model->columns || plan.points.empty()) return;
+  std::map<std::string, Table> tables;
+  for (const auto& [name, columns] : plan.model->columns(plan.command, plan.points.front().params)) tables.emplace(name, Table(columns));
+  for (const auto& o : plan.observables) {
+    if (o.kind == Observable::Kind::info || o.kind == Observable::Kind::bare) continue;
+    const std::string name = o.table.empty() ? main_table_name(plan.command, tables) : o.table;
+    if (!tables.count(name)) continue;  // not known beforehand
+    if (const std::string why = missing(o, plan.command, tables, json::object()); !why.empty())
+      throw InputError("--observable", fmt::format("'{}': {}", o.spec, why));
+  }
+}
+
+}  // namespace
+
 Plan make_plan(const ModelEntry& model, const std::string& command, const Params& base, const std::vector<std::string>& grid,
                std::vector<std::string> observables) {
   Plan plan;
@@ -128,6 +148,7 @@ Plan make_plan(const ModelEntry& model, const std::string& command, const Params
   for (const char* reserved : {"status", "reason", "wall_seconds", "hash"})
     if (labels.count(reserved)) throw InputError("--observable", fmt::format("the column name '{}' is reserved; name it with label=SPEC", reserved));
   plan.points = make_points(model, command, base, plan.axes);
+  check_known_columns(plan);
   plan.definition.model = model.name;
   plan.definition.command = command;
   // What the user set, not the resolved defaults: re-resolving a default as if given would trip the

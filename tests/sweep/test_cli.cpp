@@ -65,23 +65,41 @@ TEST_CASE("malformed grids and bad values: exit code 2, one message naming the k
   }
 }
 
-TEST_CASE("a misspelt observable stops the sweep at its first point, naming it and the nearest column") {
+// A column of curve.csv is known before the sweep computes (ModelEntry::columns): a misspelt one is
+// refused before any point (no start line, no progress). A run.json entry, or a column of a table
+// known only once written, is checked on the first finished point. Either way nothing is left.
+TEST_CASE("a misspelt observable stops the sweep, naming it and the nearest column, and leaves nothing written") {
   const fs::path dir = scratch("misspelt");
-  for (const std::string obs : {"final:riks", "info:evnets.plateau_end", "riks"}) {
-    CAPTURE(obs);
+  struct Case {
+    std::string model, mode, obs;
+    bool before_any_point;
+  };
+  const std::vector<Case> cases = {{"specialization " + kTiny, "theory", "final:riks", true},
+                                   {"specialization " + kTiny, "theory", "at:0.5:riks", true},
+                                   {"specialization " + kTiny, "theory", "info:evnets.plateau_end", false},
+                                   {"specialization " + kTiny, "theory", "riks", false},
+                                   {"committee --set N=100 --set t_max=1 --set n_points=3 --set seeds=2", "simulate", "final:egg", false}};
+  for (const Case& c : cases) {
+    CAPTURE(c.obs);
+    CAPTURE(c.mode);
     fs::remove_all(dir);
-    const auto r = clitest::run("sweep specialization " + kTiny + " --grid 'eta=[0.5,1,1.5,2]' --threads 1 --observable " + obs +
+    const auto r = clitest::run("sweep " + c.model + " --mode " + c.mode + " --grid 'eta=[0.5,1,1.5,2]' --threads 1 --observable " + c.obs +
                                 " --out '" + dir.string() + "'");
     CHECK(r.code == 2);
-    CHECK(r.err.find(obs) != std::string::npos);
+    CHECK(r.err.find(c.obs) != std::string::npos);
     CHECK(r.err.find("did you mean") != std::string::npos);
-    CHECK(!fs::exists(dir / "sweep.csv"));
-    // the rest of the grid was not computed
-    std::size_t points = 0;
-    if (fs::exists(dir / "points"))
-      for (const auto& e : fs::directory_iterator(dir / "points")) points += e.path().extension() == ".json";
-    CHECK(points <= 1);
+    CHECK(!fs::exists(dir));  // not sweep.json, not points/, not the folder the sweep would have made
+    if (c.before_any_point) CHECK(r.err.find('\n') == r.err.size() - 1);  // the message alone: no start line
   }
+  // A sweep folder that exists keeps what it had: its definition and finished points.
+  fs::remove_all(dir);
+  const std::string grid = " --grid 'eta=[0.5,1]' --threads 1 --quiet --out '" + dir.string() + "'";
+  REQUIRE(clitest::run("sweep specialization " + kTiny + grid).code == 0);
+  const std::string definition = clitest::slurp(dir / "sweep.json");
+  const auto r = clitest::run("sweep specialization " + kTiny + grid + " --observable info:evnets.plateau_end");
+  CHECK(r.code == 2);
+  CHECK(fs::exists(dir / "sweep.csv"));
+  CHECK(clitest::slurp(dir / "sweep.json") == definition);
 }
 
 TEST_CASE("an interrupted sweep (SIGTERM, then SIGKILL) resumes and recomputes only the missing points") {
