@@ -81,9 +81,7 @@ py::object run_model(const std::string& model_name, const std::string& command, 
         // this thread then only take the GIL (python/own_model.cpp).
         py::gil_scoped_acquire thread_state;
         py::gil_scoped_release running;
-        run = app::run_command(model, command, params, ctx);
-        // A Python model's callback that failed where no exception can pass: its exception, and no folder.
-        if (const std::exception_ptr failure = take_callback_failure()) std::rethrow_exception(failure);
+        run = app::run_command(model, command, params, ctx);  // a Python model's failure: no folder
         run->command_line = command_line;
         app::write_output(out, *run);
       },

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,25 +23,6 @@ namespace py = pybind11;
 
 // Named, not anonymous: the module is a unity build, whose files share one anonymous namespace.
 namespace own_model {
-
-// ---------------------------------------------------------------------------------------------------
-// The first exception of a Python callback (take_callback_failure).
-
-std::mutex g_failure_mutex;
-std::exception_ptr g_failure;
-
-void keep_failure(std::exception_ptr e) {
-  {
-    std::lock_guard<std::mutex> lock(g_failure_mutex);
-    if (!g_failure) g_failure = std::move(e);
-  }
-  request_interrupt();  // the harness stops at its next check instead of running the other seeds
-}
-
-bool failure_pending() {
-  std::lock_guard<std::mutex> lock(g_failure_mutex);
-  return static_cast<bool>(g_failure);
-}
 
 // ---------------------------------------------------------------------------------------------------
 // The model as registered: the user's instance and what the harness needs to know without calling it.
@@ -194,19 +174,17 @@ py::object size_argument(double size) {
   return py::float_(size);
 }
 
-// A callback on the command's own thread: its exception passes, and is kept too, in case the harness
-// turns it into something else (the integrator turns a failing right-hand side into a stopped run).
+// A call into the model's Python code. Its exception is the model's own failure (hdat::ModelFailure):
+// the harness lets it through, from whatever thread, stopping only this command (its seeds, its
+// integration, its sweep), and the front end raises the original exception (python/run_guard.cpp).
 template <class F>
 auto passing(F&& f) -> decltype(f()) {
-  if (failure_pending()) throw std::runtime_error("stopped: a call into the Python model failed");
   try {
     return f();
-  } catch (const py::error_already_set&) {
-    keep_failure(std::current_exception());
-    throw;
-  } catch (const py::builtin_exception&) {
-    keep_failure(std::current_exception());
-    throw;
+  } catch (const py::error_already_set& e) {
+    throw ModelFailure(e.what(), std::current_exception());
+  } catch (const py::builtin_exception& e) {
+    throw ModelFailure(e.what(), std::current_exception());
   }
 }
 
@@ -251,15 +229,14 @@ class PyTheory final : public OdeTheory {
   py::object config_, drift_, observe_;
 };
 
-// One run of the model's System. It runs on the harness's OpenMP threads, where no exception may
-// pass: a failing call keeps its exception (take_callback_failure), raises the interrupt flag, and
-// the run answers with what it last knew until the harness stops it.
+// One run of the model's System, on one of the harness's threads (seeds run in parallel): a failing
+// call is the model's failure, which the harness carries out of its parallel loop to the caller.
 class PySystem final : public FiniteSystem {
  public:
   PySystem(const PyModel& model, const py::object& config, const StateLayout& layout, double size, std::uint64_t replica)
-      : model_(model), layout_(layout), last_state_(Eigen::VectorXd::Zero(layout.size())) {
+      : model_(model), layout_(layout) {
     py::gil_scoped_acquire gil;
-    guard([&] {
+    passing([&] {
       self_ = model.instance.attr("System")(config, size_argument(size), replica);
       advance_ = self_.attr("advance_to"), state_ = self_.attr("state"), observe_ = self_.attr("observe");
       increment_ = self_.attr("increment"), time_of_ = self_.attr("time");
@@ -271,72 +248,46 @@ class PySystem final : public FiniteSystem {
   }
   double time() const override {
     py::gil_scoped_acquire gil;
-    guard([&] { time_ = time_of_().cast<double>(); });
-    return time_;
+    return passing([&] { return time_of_().cast<double>(); });
   }
   void advance_to(double t) override {
     py::gil_scoped_acquire gil;
-    guard([&] { advance_(t); });
+    passing([&] { advance_(t); });
   }
   Eigen::VectorXd state() const override {
     py::gil_scoped_acquire gil;
-    guard([&] { last_state_ = flat_of(state_(), layout_, model_.where("System.state()"), true); });
-    return last_state_;
+    return passing([&] { return flat_of(state_(), layout_, model_.where("System.state()"), true); });
   }
   // The observables' names are those of the first observation (a run's table has fixed columns).
   Observables observe() override {
     py::gil_scoped_acquire gil;
-    guard([&] {
+    return passing([&] {
       Observables o = observables_of(observe_(), model_.where("System.observe()"));
-      if (observed_ && o.names() != last_observed_.names())
+      if (first_names_ && o.names() != *first_names_)
         throw py::value_error(model_.where("System.observe()") + ": the observables' names changed between calls");
-      last_observed_ = std::move(o), observed_ = true;
+      if (!first_names_) first_names_ = o.names();
+      return o;
     });
-    return last_observed_;
   }
   DriftTerms increment() override {
     py::gil_scoped_acquire gil;
-    std::optional<DriftTerms> inc;
-    guard([&] { inc = terms_of(increment_(), model_, layout_, model_.where("System.increment()")); });
-    if (inc) return *inc;
-    DriftTerms zero;  // the drift check indexes every term: a failed run gives zeros until it stops
-    for (const auto& term : model_.terms) zero.add(term, Eigen::VectorXd::Zero(layout_.size()));
-    return zero;
+    return passing([&] { return terms_of(increment_(), model_, layout_, model_.where("System.increment()")); });
   }
   nlohmann::json record() const override {
     if (!model_.has_record) return nlohmann::json::object();
     py::gil_scoped_acquire gil;
-    nlohmann::json out = nlohmann::json::object();
-    guard([&] {
-      out = to_json(self_.attr("record")());
+    return passing([&] {
+      nlohmann::json out = to_json(self_.attr("record")());
       if (!out.is_object()) throw py::type_error(model_.where("System.record()") + ": expected a dict");
+      return out;
     });
-    return out.is_object() ? out : nlohmann::json::object();
   }
 
  private:
-  // Calls Python unless this run or another already failed (GIL held).
-  template <class F>
-  void guard(F&& f) const {
-    if (failed_ || failure_pending()) {
-      failed_ = true;
-      return;
-    }
-    try {
-      f();
-    } catch (...) {
-      failed_ = true;
-      keep_failure(std::current_exception());
-    }
-  }
   const PyModel& model_;
   StateLayout layout_;
   py::object self_, advance_, state_, observe_, increment_, time_of_;
-  mutable bool failed_ = false;
-  mutable double time_ = 0;
-  mutable Eigen::VectorXd last_state_;
-  Observables last_observed_;
-  bool observed_ = false;
+  std::optional<std::vector<std::string>> first_names_;
 };
 
 // A Python callable held by C++ copies (an EventFunction is copied into the integrator's options):
@@ -565,11 +516,6 @@ py::dict register_model(const py::dict& spec, const py::object& instance, const 
 }  // namespace own_model
 
 using namespace own_model;
-
-std::exception_ptr take_callback_failure() {
-  std::lock_guard<std::mutex> lock(g_failure_mutex);
-  return std::exchange(g_failure, nullptr);
-}
 
 void bind_own_model(py::module_& m) {
   m.def("register_model", &register_model, py::arg("spec"), py::arg("instance"), py::arg("bind"), py::arg("layout"),

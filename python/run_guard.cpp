@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "hdat/core/error.hpp"
 #include "hdat/core/progress.hpp"
-#include "own_model.hpp"
 
 namespace hdat::python {
 
@@ -95,13 +95,22 @@ class StderrForward {
   std::string pending_;
 };
 
+// A Python model's failure (hdat::ModelFailure, from whichever thread raised it): the model's own
+// exception, as Python raised it; any other error as it is.
+std::exception_ptr cause_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ModelFailure& failure) {
+    return failure.cause();
+  } catch (...) {
+    return error;
+  }
+}
+
 }  // namespace
 
 bool run_guarded(const std::function<void()>& work, const GuardOptions& options) {
-  if (g_active_runs++ == 0) {
-    clear_interrupt();
-    take_callback_failure();  // a stale one, from a call that raised it directly
-  }
+  if (g_active_runs++ == 0) clear_interrupt();
   std::mutex mutex;
   std::condition_variable finished;
   bool done = false;
@@ -150,13 +159,9 @@ bool run_guarded(const std::function<void()>& work, const GuardOptions& options)
     worker.join();
   }
   forward.finish();
-  // A Python model's callback that failed where the harness could not let its exception pass (a
-  // seed's run, a sweep point): that exception, not what the interrupted work made of it.
-  const std::exception_ptr failure = user_interrupt ? nullptr : take_callback_failure();
   if (--g_active_runs == 0) clear_interrupt();
   if (signal_error) std::rethrow_exception(signal_error);
-  if (failure) std::rethrow_exception(failure);
-  if (error && !user_interrupt) std::rethrow_exception(error);
+  if (error && !user_interrupt) std::rethrow_exception(cause_of(error));
   return user_interrupt;
 }
 

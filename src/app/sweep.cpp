@@ -95,8 +95,8 @@ std::vector<fs::path> missing_folders(const fs::path& dir) {
   return missing;
 }
 
-// A sweep refused on its first finished point (an observable its output does not have) leaves the
-// folder as it found it: a new one's definition and the folders it made are removed, an existing
+// A sweep refused on its first finished point (an observable its output does not have), or stopped
+// by the model's own failure, leaves the folder as it found it (finished points are kept): a new one's definition and the folders it made are removed, an existing
 // one's definition is put back.
 void undo_refused_sweep(const fs::path& dir, const std::optional<std::string>& definition, const std::vector<fs::path>& made) {
   if (definition) {
@@ -217,6 +217,13 @@ SweepOutcome run_sweep(const SweepRequest& a, sweep::Communicator& comm) {
     if (comm.size() > 1) {
       fmt::print(stderr, "hdat: rank {}: {}\n", comm.rank(), e.what());
       comm.abort(2);
+    }
+    if (root) undo_refused_sweep(dir, definition, made);
+    throw;
+  } catch (const ModelFailure& e) {  // the model's own error (a Python model's exception): no result either
+    if (comm.size() > 1) {
+      fmt::print(stderr, "hdat: rank {}: {}\n", comm.rank(), e.what());
+      comm.abort(4);
     }
     if (root) undo_refused_sweep(dir, definition, made);
     throw;

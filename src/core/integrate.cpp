@@ -47,6 +47,8 @@ struct CountedSystem {
     Eigen::Map<Eigen::VectorXd> dm(dxdt, static_cast<Eigen::Index>(n));
     try {
       (*f)(xm, dm, t);
+    } catch (const ModelFailure&) {
+      throw;  // the model's own error: not a stopped run but the caller's exception
     } catch (const std::exception& e) {
       throw RhsFailure{t, -1, e.what()};
     }

@@ -231,6 +231,8 @@ json run_point(const Plan& plan, const Point& point, int point_threads) {
         }
       }
     }
+  } catch (const ModelFailure&) {
+    throw;  // the model's own error, not this point's outcome: it stops the sweep
   } catch (const InputError& e) {
     status = "input_error", reason = e.what();
   } catch (const NumericalError& e) {

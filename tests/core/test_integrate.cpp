@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "hdat/core/error.hpp"
 #include "hdat/core/integrate.hpp"
 #include "hdat/core/layout.hpp"
 
@@ -193,4 +194,24 @@ TEST_CASE("sampled crossings: linear in g between the two samples that bracket t
   CHECK(first_sampled_crossing(e, t, x) == doctest::Approx(2.5));
   x = {Eigen::VectorXd::Constant(1, 0.0), Eigen::VectorXd::Constant(1, 0.5)};
   CHECK(std::isnan(first_sampled_crossing(e, {0, 1}, x)));
+}
+
+// A right-hand side that throws stops the run with its reason (a model's numbers failing at a state);
+// the model's own failure (hdat::ModelFailure: a Python model's exception) instead reaches the caller.
+TEST_CASE("a throwing right-hand side stops the run; the model's own failure passes through") {
+  Eigen::VectorXd x0 = Eigen::VectorXd::Ones(1);
+  const std::vector<double> times = lin_spaced(0.0, 2.0, 3);
+  const auto keep = [](double, const Eigen::VectorXd&) { return true; };
+  OdeSystem fails = [](const ConstVecRef&, VecRef d, double t) {
+    if (t > 1.0) throw std::domain_error("outside the model's domain");
+    d(0) = -1.0;
+  };
+  const auto stopped = integrate(fails, x0, 0.0, times, keep, IntegrateOptions{});
+  CHECK_FALSE(stopped.ok());
+  CHECK(stopped.message.find("outside the model's domain") != std::string::npos);
+  OdeSystem buggy = [](const ConstVecRef&, VecRef d, double t) {
+    if (t > 1.0) throw ModelFailure("the model's own bug", nullptr);
+    d(0) = -1.0;
+  };
+  CHECK_THROWS_WITH_AS(integrate(buggy, x0, 0.0, times, keep, IntegrateOptions{}), "the model's own bug", ModelFailure);
 }

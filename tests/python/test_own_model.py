@@ -254,3 +254,31 @@ def test_the_drift_check_of_a_time_dependent_drift_compares_at_the_run_time(tmp_
     assert r.exit_code == 0, r.summary
     rows = r.tables["drift.csv"]
     assert sorted(set(rows["t"])) == [0.0, 1.5]
+
+
+def test_a_failing_model_stops_its_own_call_only(tmp_path):
+    # A simulate in another thread, running while a model's drift fails here, finishes as if alone:
+    # the failure stops the call it was raised in (before, it raised the process's interrupt flag and
+    # the other call came back interrupted).
+    import threading
+    keys = dict(N=1000, seeds=6, t_max=3.0, n_points=4, quiet=True)
+    beside = {}
+
+    def run_beside():
+        try:
+            beside["r"] = hdat.simulate(TeacherStudent, threads=1, out=tmp_path / "beside", **keys)
+        except BaseException as e:  # noqa: B036 - reported below, in the test's thread
+            beside["error"] = e
+
+    worker = threading.Thread(target=run_beside)
+    worker.start()
+    while worker.is_alive() and not (tmp_path / "beside" / "seeds").exists():
+        threading.Event().wait(0.01)
+    with pytest.raises(ZeroDivisionError, match="the model's own bug"):
+        hdat.curve(DriftFails, t_max=2.0, quiet=True)
+    assert worker.is_alive(), "the call beside finished before the failure: make it longer"
+    worker.join()
+    assert "error" not in beside, f"the call beside was stopped: {beside.get('error')!r}"
+    assert beside["r"].exit_code == 0
+    alone = hdat.simulate(TeacherStudent, threads=1, out=tmp_path / "alone", **keys)
+    assert (tmp_path / "beside" / "sim.csv").read_bytes() == (tmp_path / "alone" / "sim.csv").read_bytes()

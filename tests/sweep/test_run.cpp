@@ -181,7 +181,7 @@ const ModelEntry& toy_model() {
   static const bool done = [] {
     ModelEntry e;
     e.name = "sweep-test-toy";
-    e.params.real("x", 1.0, "slope").choice("behaviour", "ok", {"ok", "nan_end", "nan_always", "throw", "numerical", "exit1", "exit3"},
+    e.params.real("x", 1.0, "slope").choice("behaviour", "ok", {"ok", "nan_end", "nan_always", "throw", "numerical", "exit1", "exit3", "model_failure"},
                                              "what the command does");
     e.commands["curve"] = [](const Params& p, RunContext&) {
       RunOutput out;
@@ -193,6 +193,7 @@ const ModelEntry& toy_model() {
       }
       if (b == "throw") throw std::runtime_error("toy exception");
       if (b == "numerical") throw NumericalError("toy numerical error");
+      if (b == "model_failure") throw ModelFailure("the model's own bug", nullptr);
       out.tables["curve.csv"] = t;
       out.summary = "toy\n  the reason is on the last line\n";
       out.exit_code = b == "exit1" ? 1 : b == "exit3" ? 3 : 0;
@@ -237,4 +238,16 @@ TEST_CASE("each kind of failure gets its status; error bars and never-finite col
   CHECK(run_points(vplan, scratch("toy-validate"), all_of(vplan), quiet_options(1), vrows).failed == 0);
   CHECK(vrows[1].status == "disagree");
   CHECK(vrows[1].values[0] == 3.0);
+}
+
+// The model's own failure (a Python model's exception) is no outcome of a point: it stops the sweep
+// and reaches the caller, and the point is not recorded (a resumed sweep, the bug fixed, computes it).
+TEST_CASE("the model's own failure stops the sweep instead of being recorded as a failed point") {
+  const ModelEntry& m = toy_model();
+  const Params base = resolve_for(m, nullptr, {});
+  const Plan plan = make_plan(m, "curve", base, {"behaviour=[model_failure]"}, {});
+  const auto dir = scratch("toy-model-failure");
+  std::vector<Row> rows;
+  CHECK_THROWS_WITH_AS(run_points(plan, dir, all_of(plan), quiet_options(1), rows), "the model's own bug", ModelFailure);
+  CHECK_FALSE(std::filesystem::exists(point_path(dir, plan.points[0])));
 }
