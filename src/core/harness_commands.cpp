@@ -117,22 +117,16 @@ const OdeTheory& Bound::theory(int replica) const {
   return *slot;
 }
 
-RunOutput dynamics_curve(const Bound& bound, RunContext& ctx) {
+TheoryRun theory_curve(const Bound& bound, const CurveStart& start, const std::function<void(double t)>& reached) {
   const DynamicsSettings& s = bound.settings();
-  const auto start = std::chrono::steady_clock::now();
-  const OdeTheory& theory = bound.theory(0);
-  const CurveStart start_state = curve_start(bound);
-  const std::vector<double>& times = s.curve_times.empty() ? s.times : s.curve_times;
   IntegrateOptions options = s.integrate;
   options.events = bound.events();
-  // The work is the integration variable reached (t, or log(1 + t / scale) in log time): the steps
-  // are about even in it, so the remaining time is honest.
-  auto work = [&options](double t) { return options.log_time ? std::log1p(t / options.time_scale) : t; };
-  Progress progress("curve", work(times.back()) - work(s.t_start), !ctx.quiet, options.log_time ? "log(1 + t)" : "t");
-  options.progress = [&](double t) { progress.reach(work(t) - work(s.t_start), options.log_time ? fmt::format("t = {:.4g}", t) : ""); };
-  const TheoryRun run = theory_observed(theory, start_state.x0, s.t_start, times, options);
-  progress.finish();
+  if (reached) options.progress = reached;
+  return theory_observed(bound.theory(0), start.x0, s.t_start, s.curve_times.empty() ? s.times : s.curve_times, options);
+}
 
+RunOutput curve_output(const Bound& bound, const CurveStart& start, const TheoryRun& run) {
+  const DynamicsSettings& s = bound.settings();
   RunOutput out;
   out.tables["curve.csv"] = run.trajectory.table();
   out.info["t_start"] = s.t_start;
@@ -140,14 +134,14 @@ RunOutput dynamics_curve(const Bound& bound, RunContext& ctx) {
   out.info["initial"] = blocks_json(bound.layout(), run.initial);
   out.info["final"] = blocks_json(bound.layout(), run.final);
   for (const auto& [key, value] : run.info.items()) out.info[key] = value;
-  out.info["start"] = start_state.description;
+  out.info["start"] = start.description;
   const std::size_t n = run.trajectory.size();
   // The last time reported (the solver's own t_reached may lie past it, inside its last step).
   const double t_last = n ? run.trajectory.t(n - 1) : s.t_start;
   out.summary = fmt::format("theory{} from t = {:g} to t = {:g}\n  start from         {}\n", describe(bound), s.t_start, t_last,
-                            start_state.description);
+                            start.description);
   if (n) {
-    const Observables last = theory.observe(run.final, t_last);
+    const Observables last = bound.theory(0).observe(run.final, t_last);
     for (std::size_t k = 0; k < last.size(); ++k) {
       const std::string& name = last.names()[k];
       out.info["final_" + name] = last.at(k).value;
@@ -158,10 +152,31 @@ RunOutput dynamics_curve(const Bound& bound, RunContext& ctx) {
   }
   report_theory_events(bound, run, out);
   out.summary += "  solver             " + run.solver.brief() + "\n";
+  return out;
+}
+
+RunOutput dynamics_curve(const Bound& bound, RunContext& ctx) {
+  const DynamicsSettings& s = bound.settings();
+  const auto start = std::chrono::steady_clock::now();
+  const CurveStart start_state = curve_start(bound);
+  const double t_end = (s.curve_times.empty() ? s.times : s.curve_times).back();
+  // The work is the integration variable reached (t, or log(1 + t / scale) in log time): the steps
+  // are about even in it, so the remaining time is honest.
+  const IntegrateOptions& o = s.integrate;
+  auto work = [&o](double t) { return o.log_time ? std::log1p(t / o.time_scale) : t; };
+  Progress progress("curve", work(t_end) - work(s.t_start), !ctx.quiet, o.log_time ? "log(1 + t)" : "t");
+  const TheoryRun run = theory_curve(bound, start_state, [&](double t) {
+    progress.reach(work(t) - work(s.t_start), o.log_time ? fmt::format("t = {:.4g}", t) : "");
+  });
+  progress.finish();
+
+  RunOutput out = curve_output(bound, start_state, run);
   out.info["theory_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   Computed computed;
   computed.curve = &run;
   finish(bound, computed, out);
+  const std::size_t n = run.trajectory.size();
+  const double t_last = n ? run.trajectory.t(n - 1) : s.t_start;
   if (interrupted()) {
     out.exit_code = code(ExitCode::interrupted);
     out.summary += fmt::format("  INTERRUPTED: the {} rows up to t = {:.6g} are kept in curve.csv; a curve is not resumed: the same "

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <tuple>
 
 #include "hdat/core/harness.hpp"
 #include "hdat/core/progress.hpp"
@@ -170,50 +171,51 @@ double worst_psd_violation(const hdat::Trajectory& run) {
   return worst;
 }
 
-void add_curve_results(const Params& p, const Config& s, const OrderParameterFlow& flow, const TheoryRun& run, RunOutput& out) {
-  const hdat::Trajectory& curve = run.trajectory;
-  const auto [bayes, bayes_se] = bayes_risk(s, std::max<long>(p.integer("mc_samples"), 20000), sampling_from_name(p.text("sampling")),
-                                            s.seed, 0);
-  // The core located the declared events (specialization_events) on the integrator's dense output.
-  Events ev;
-  const LocatedEvent* plateau_end = run.solver.first_event("plateau_end");
-  ev.plateau_end = plateau_end ? plateau_end->t : NAN;
-  ev.plateau_risk = plateau_end ? flow.observe(plateau_end->x, plateau_end->t)["risk"].value : NAN;
-  for (int h = 0; h < s.H; ++h) {
-    const LocatedEvent* split = run.solver.first_event(fmt::format("head_{}_specialises", h));
-    ev.head_split_time.push_back(split ? split->t : NAN);
-  }
-  out.info["theory"] = {{"samples", flow.samples().size()},
-                        {"sampling", sampling_name(flow.samples().kind())},
-                        {"head_permutations", flow.permutations()},
-                        {"evaluations_per_expectation", flow.evaluations_per_expectation()},
-                        {"worst_psd_violation", worst_psd_violation(curve)}};
-  out.info["bayes_risk"] = bayes;
-  out.info["bayes_risk_se"] = bayes_se;
-  out.info["events"].update(ev.to_json());
-  out.info["seeds"] = {{"seed", s.seed}, {"streams", "initial asymmetry: (seed, 0, 6); theory samples: (seed, 0, 11); Bayes risk: (seed, 0, 12)"}};
-  const std::size_t n = curve.size();
-  const double final_risk = n ? curve.observed(n - 1, "risk").value : NAN;
-  out.summary += fmt::format("  Bayes risk         {:.6g} ± {:.2g} (excess of the final risk {:.4g})\n", bayes, bayes_se, final_risk - bayes);
+std::string heads_text(const PruneRow& row) {
+  std::string heads;
+  for (int h : row.heads) heads += (heads.empty() ? "" : " ") + std::to_string(h);
+  return heads;
+}
 
+CurveResults curve_results(const Params& p, const Config& s, const OrderParameterFlow& flow, const TheoryRun& run) {
+  CurveResults r;
+  std::tie(r.bayes, r.bayes_se) = bayes_risk(s, std::max<long>(p.integer("mc_samples"), 20000), sampling_from_name(p.text("sampling")), s.seed, 0);
+  r.events = located_events(run.solver, flow);  // the core located specialization_events on the dense output
+  r.theory = {{"samples", flow.samples().size()},
+              {"sampling", sampling_name(flow.samples().kind())},
+              {"head_permutations", flow.permutations()},
+              {"evaluations_per_expectation", flow.evaluations_per_expectation()},
+              {"worst_psd_violation", worst_psd_violation(run.trajectory)}};
+  const std::size_t n = run.trajectory.size();
   if (p.boolean("prune") && run.solver.ok() && n) {
-    const Eigen::VectorXd& x = curve.state(n - 1);
-    const auto rows = prune_heads(flow, flow.layout().view(x, "M"), flow.layout().view(x, "R"), s.bias_in(x));
-    Table pt({"kept_heads", "risk", "risk_se", "risk_increase", "heads"});
-    nlohmann::json pj = nlohmann::json::array();
-    const double full = rows.front().risk;
-    for (const auto& r : rows) {
-      std::string heads;
-      for (int h : r.heads) heads += (heads.empty() ? "" : " ") + std::to_string(h);
-      pt.add_row({static_cast<double>(r.kept), r.risk, r.risk_se, r.risk - full, heads});
-      pj.push_back({{"kept_heads", r.kept}, {"risk", r.risk}, {"risk_se", r.risk_se}, {"heads", r.heads}});
-    }
-    out.tables["prune.csv"] = pt;
-    out.info["prune"] = pj;
-    out.summary += "  pruning            ";
-    for (const auto& r : rows) out.summary += fmt::format("{} heads: {:.4f}  ", r.kept, r.risk);
-    out.summary += "\n";
+    const Eigen::VectorXd& x = run.trajectory.state(n - 1);
+    r.prune = prune_heads(flow, flow.layout().view(x, "M"), flow.layout().view(x, "R"), s.bias_in(x));
   }
+  return r;
+}
+
+void add_curve_results(const Config& s, const CurveResults& r, const TheoryRun& run, RunOutput& out) {
+  out.info["theory"] = r.theory;
+  out.info["bayes_risk"] = r.bayes;
+  out.info["bayes_risk_se"] = r.bayes_se;
+  out.info["events"].update(r.events.to_json());
+  out.info["seeds"] = {{"seed", s.seed}, {"streams", "initial asymmetry: (seed, 0, 6); theory samples: (seed, 0, 11); Bayes risk: (seed, 0, 12)"}};
+  const std::size_t n = run.trajectory.size();
+  const double final_risk = n ? run.trajectory.observed(n - 1, "risk").value : NAN;
+  out.summary += fmt::format("  Bayes risk         {:.6g} ± {:.2g} (excess of the final risk {:.4g})\n", r.bayes, r.bayes_se, final_risk - r.bayes);
+  if (!r.prune) return;
+  Table pt({"kept_heads", "risk", "risk_se", "risk_increase", "heads"});
+  nlohmann::json pj = nlohmann::json::array();
+  const double full = r.prune->front().risk;
+  for (const auto& row : *r.prune) {
+    pt.add_row({static_cast<double>(row.kept), row.risk, row.risk_se, row.risk - full, heads_text(row)});
+    pj.push_back({{"kept_heads", row.kept}, {"risk", row.risk}, {"risk_se", row.risk_se}, {"heads", row.heads}});
+  }
+  out.tables["prune.csv"] = pt;
+  out.info["prune"] = pj;
+  out.summary += "  pruning            ";
+  for (const auto& row : *r.prune) out.summary += fmt::format("{} heads: {:.4f}  ", row.kept, row.risk);
+  out.summary += "\n";
 }
 
 }  // namespace hdat::specialization

@@ -7,7 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 
 #include "hdat/core/harness.hpp"
 #include "hdat/core/exit_code.hpp"
@@ -76,32 +76,60 @@ std::string config_hash(const Params& p) {
   return fmt::format("{:016x}", h);
 }
 
-// One variant's theory curve (with the pruning of its final state): loaded from DIR/variants when a
-// finished run of exactly this configuration is there, computed (and saved at once) otherwise.
-RunOutput variant_curve(const Params& pv, RunContext& ctx) {
-  const fs::path file = ctx.out.empty() ? fs::path() : ctx.out / "variants" / (config_hash(pv) + ".json");
-  if (!file.empty() && fs::exists(file)) {
-    const nlohmann::json j = nlohmann::json::parse(read_file(file), nullptr, false);
-    if (!j.is_discarded() && j.value("config", nlohmann::json()) == pv.flat()) {
-      RunOutput o;
-      o.tables["curve.csv"] = Table::from_csv(j["curve"].get<std::string>());
-      if (j.contains("prune")) o.tables["prune.csv"] = Table::from_csv(j["prune"].get<std::string>());
-      o.info = j["info"];
-      return o;
-    }
-  }
-  RunContext quiet = ctx;
-  quiet.quiet = true;
-  RunOutput o = dynamics_curve(*dynamics_model(), pv, quiet);
-  if (!file.empty() && o.exit_code == 0) {
+// One variant's theory curve, typed: its trajectory, what specialization adds to a curve (Bayes
+// risk, the plateau's end, the pruning of the final state), and the curve's run.json entries, which
+// the activations record repeats (its final blocks, events, pruning and solver).
+struct VariantCurve {
+  int exit_code = 0;
+  std::string status, message;  ///< the integration's (IntegrateSummary::status_name, message)
+  hdat::Trajectory curve;
+  double bayes = NAN, bayes_se = NAN, plateau_end = NAN;
+  std::vector<PruneRow> prune;
+  nlohmann::json info;
+};
+
+// A variant persisted in DIR/variants by an earlier run of this command (read back here only, to
+// resume): none unless it is exactly this configuration's finished curve.
+std::optional<VariantCurve> load_variant(const fs::path& file, const Params& pv, const StateLayout& layout) {
+  if (file.empty() || !fs::exists(file)) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(read_file(file), nullptr, false);
+  if (j.is_discarded() || j.value("config", nlohmann::json()) != pv.flat()) return std::nullopt;
+  auto curve = hdat::Trajectory::from_table(Table::from_csv(j.at("curve").get<std::string>()), layout);
+  if (!curve) return std::nullopt;
+  VariantCurve v;
+  v.curve = std::move(*curve);
+  v.info = j.at("info");
+  v.status = v.info.at("solver").value("status", std::string()), v.message = v.info.at("solver").value("message", std::string());
+  v.bayes = v.info.at("bayes_risk").get<double>(), v.bayes_se = v.info.at("bayes_risk_se").get<double>();
+  const nlohmann::json& end = v.info.at("events").at("plateau_end");
+  v.plateau_end = end.is_number() ? end.get<double>() : NAN;
+  for (const auto& r : v.info.value("prune", nlohmann::json::array()))
+    v.prune.push_back({r.at("kept_heads").get<int>(), r.at("risk").get<double>(), r.at("risk_se").get<double>(), r.at("heads").get<std::vector<int>>()});
+  return v;
+}
+
+// A variant computed: the curve's theory run (from the start `curve` uses) and specialization's
+// results on it, kept typed; saved at once to DIR/variants when it finished.
+VariantCurve compute_variant(const Bound& bound, const fs::path& file) {
+  const CurveStart start = curve_start(bound);
+  const TheoryRun run = theory_curve(bound, start);
+  const auto& flow = dynamic_cast<const OrderParameterFlow&>(bound.theory(0));
+  const CurveResults results = curve_results(bound.params(), flow.setup(), flow, run);
+  RunOutput o = curve_output(bound, start, run);  // its run.json entries, as `curve` writes them
+  add_curve_results(flow.setup(), results, run, o);
+  VariantCurve v;
+  v.exit_code = interrupted() ? code(ExitCode::interrupted) : run.solver.ok() ? 0 : code(ExitCode::numerical_failure);
+  v.status = run.solver.status_name(), v.message = run.solver.message;
+  v.curve = run.trajectory;
+  v.bayes = results.bayes, v.bayes_se = results.bayes_se, v.plateau_end = results.events.plateau_end;
+  if (results.prune) v.prune = *results.prune;
+  v.info = std::move(o.info);
+  if (!file.empty() && v.exit_code == 0) {
     fs::create_directories(file.parent_path());
-    nlohmann::json j = {{"config", pv.flat()}, {"curve", o.tables.at("curve.csv").to_csv()}, {"info", o.info}};
-    if (o.tables.count("prune.csv")) j["prune"] = o.tables.at("prune.csv").to_csv();
-    const fs::path tmp = file.string() + ".tmp";
-    std::ofstream(tmp) << j.dump() << "\n";
-    fs::rename(tmp, file);
+    const nlohmann::json j = {{"config", bound.params().flat()}, {"curve", o.tables.at("curve.csv").to_csv()}, {"info", v.info}};
+    write_file_atomic(file, j.dump() + "\n");
   }
-  return o;
+  return v;
 }
 
 std::string vector_text(const Eigen::VectorXd& v) {
@@ -144,42 +172,42 @@ RunOutput compare_activations(const Params& p, RunContext& ctx) {
     } catch (const InputError& e) {
       throw InputError("variants", fmt::format("variant '{}': {}", v.name, e.what()));
     }
-    const RunOutput o = variant_curve(pv, ctx);
-    if (o.exit_code != 0) {
-      exit_code = o.exit_code;
-      text += fmt::format("  {:<28} STOPPED (exit code {}): {}\n", v.name, o.exit_code, o.info["solver"].value("message", std::string()));
+    const Bound bound(*dynamics_model(), pv);
+    const auto& flow = dynamic_cast<const OrderParameterFlow&>(bound.theory(0));
+    const Config& s = flow.setup();
+    const fs::path file = ctx.out.empty() ? fs::path() : ctx.out / "variants" / (config_hash(pv) + ".json");
+    const std::optional<VariantCurve> kept = load_variant(file, pv, bound.layout());
+    const VariantCurve vc = kept ? *kept : compute_variant(bound, file);
+    if (vc.exit_code != 0) {
+      exit_code = vc.exit_code;
+      text += fmt::format("  {:<28} STOPPED (exit code {}): {}\n", v.name, vc.exit_code, vc.message);
       if (interrupted()) break;
       continue;
     }
-    const Config s = Config::from(pv);
-    const OrderParameterFlow flow(s, flow_options(pv, ctx.threads));
-    const Table& curve = o.tables.at("curve.csv");
-    const std::size_t last = curve.rows() - 1;
-    const Eigen::VectorXd x = state_at(curve, last, flow.layout());
+    const std::size_t last = vc.curve.size() - 1;
+    const Eigen::VectorXd& x = vc.curve.state(last);
     const Eigen::MatrixXd M = flow.layout().view(x, "M"), R = flow.layout().view(x, "R");
     const Eigen::VectorXd b = s.bias_in(x);
-    const double risk = curve.number(last, "risk"), risk_se = curve.number(last, "risk_se");
-    const double bayes = o.info["bayes_risk"].get<double>(), bayes_se = o.info["bayes_risk_se"].get<double>();
-    const nlohmann::json& events = o.info["events"];
-    const double plateau_end = events["plateau_end"].is_number() ? events["plateau_end"].get<double>() : NAN;
+    const Measured final_risk = vc.curve.observed(last, "risk");
+    const double risk = final_risk.value, risk_se = final_risk.se, bayes = vc.bayes, bayes_se = vc.bayes_se;
     // Pruning: every size; the model with F heads is claim 5's "H − F heads removed".
-    const Table& pr = o.tables.at("prune.csv");
     double kept_F = NAN;
-    for (std::size_t r = 0; r < pr.rows(); ++r) {
-      prune.add_row(std::vector<Cell>{v.name, pr.number(r, "kept_heads"), pr.number(r, "risk"), pr.number(r, "risk_se"),
-                                      pr.number(r, "risk_increase"), pr.text(r, "heads")});
-      if (static_cast<int>(pr.number(r, "kept_heads")) == F) kept_F = pr.number(r, "risk");
+    for (const PruneRow& r : vc.prune) {
+      prune.add_row(std::vector<Cell>{v.name, static_cast<double>(r.kept), r.risk, r.risk_se, r.risk - vc.prune.front().risk, heads_text(r)});
+      if (r.kept == F) kept_F = r.risk;
     }
     const std::string activation = pv.text("activation");
     const std::string aggregation = activation == "bayes" ? "joint" : pv.text("aggregation");
     summary_table.add_row(std::vector<Cell>{v.name, activation, aggregation, vector_text(s.bias), s.train_bias ? 1.0 : 0.0, risk, risk_se,
-                                            bayes, bayes_se, risk - bayes, plateau_end, vector_text(b), kept_F, kept_F - risk,
-                                            o.info["solver"].value("status", std::string())});
-    for (std::size_t r = 0; r < curve.rows(); ++r)
-      curves.add_row(std::vector<Cell>{v.name, curve.number(r, "t"), curve.number(r, "risk"), curve.number(r, "risk_se")});
+                                            bayes, bayes_se, risk - bayes, vc.plateau_end, vector_text(b), kept_F, kept_F - risk,
+                                            vc.status});
+    for (std::size_t r = 0; r < vc.curve.size(); ++r) {
+      const Measured at = vc.curve.observed(r, "risk");
+      curves.add_row(std::vector<Cell>{v.name, vc.curve.t(r), at.value, at.se});
+    }
     nlohmann::json vr = {{"variant", v.name},   {"overrides", v.overrides},     {"final_risk", risk},      {"final_risk_se", risk_se},
-                         {"bayes_risk", bayes}, {"bayes_risk_se", bayes_se},    {"final", o.info["final"]}, {"events", events},
-                         {"prune", o.info["prune"]}, {"solver", o.info["solver"]}};
+                         {"bayes_risk", bayes}, {"bayes_risk_se", bayes_se},    {"final", vc.info.at("final")}, {"events", vc.info.at("events")},
+                         {"prune", vc.info.value("prune", nlohmann::json())}, {"solver", vc.info.at("solver")}};
     text += fmt::format("  {:<28} {:.4f} ± {:.4f} {:>+9.4f} {:>14} {:>18}\n", v.name, risk, risk_se, risk - bayes,
                         s.train_bias ? vector_text(b) : (s.activation == Activation::softmax ? "-" : vector_text(b)),
                         std::isfinite(kept_F) ? fmt::format("{:.4f} ({:+.4f})", kept_F, kept_F - risk) : "-");

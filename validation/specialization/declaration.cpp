@@ -63,7 +63,10 @@ class Specialization final : public Dynamics {
                        p_.text("prior.kind"));
   }
   void finish(const Bound& bound, const Computed& computed, RunOutput& out, Verdict&) const override {
-    if (computed.curve) add_curve_results(p_, config_, dynamic_cast<const OrderParameterFlow&>(bound.theory(0)), *computed.curve, out);
+    if (computed.curve) {
+      const auto& flow = dynamic_cast<const OrderParameterFlow&>(bound.theory(0));
+      add_curve_results(config_, curve_results(p_, config_, flow, *computed.curve), *computed.curve, out);
+    }
     if (computed.simulation) {
       auto& sim = out.info["simulation"];
       sim["seed_replicas"] = fmt::format("seed {}, replicas 0..{}: teacher (seed, k, 2), init (seed, k, 3), data (seed, k, 4), test set (seed, k, 5)",

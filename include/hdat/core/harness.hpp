@@ -17,6 +17,7 @@
 // The building blocks are public so that a model adds what is its own (events, pruning, claims)
 // without writing a harness.
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -132,6 +133,15 @@ struct CurveStart {
   std::string description;
 };
 CurveStart curve_start(const Bound& bound);
+
+/// The theory of `curve`: integrated from `start` through the curve's observation times, the model's
+/// events located between steps; `reached(t)`, when given, follows the integration. dynamics_curve
+/// reports this run; a model's own analysis of its curve (specialization's activations) calls it
+/// and works from the typed run.
+TheoryRun theory_curve(const Bound& bound, const CurveStart& start, const std::function<void(double t)>& reached = {});
+/// `curve`'s output of that run, before the model's own additions (Dynamics::finish): curve.csv, the
+/// run.json entries (solver, initial and final blocks, final observables, events) and the summary.
+RunOutput curve_output(const Bound& bound, const CurveStart& start, const TheoryRun& run);
 
 /// The trajectory comparison of validate (all sizes).
 struct TrajectoryValidation {

@@ -3,6 +3,8 @@
 // parameters, detect the events users care about (plateau end, per-head specialisation), compare
 // with the Bayes risk, and optionally analyse pruning of the final state.
 #include <limits>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "hdat/core/registry.hpp"
@@ -66,8 +68,20 @@ Eigen::VectorXd state_at(const Table& table, std::size_t row, const StateLayout&
 /// The most negative eigenvalue of R − M Mᵀ over a run's rows (0 when all are PSD).
 double worst_psd_violation(const hdat::Trajectory& run);
 
-/// What `hdat curve specialization` adds to the core's curve: Bayes risk, events, theory
-/// statistics, and the pruning analysis (prune=true); `flow` is the theory that made `run`.
-void add_curve_results(const Params& p, const Config& s, const OrderParameterFlow& flow, const TheoryRun& run, RunOutput& out);
+/// The heads a pruning row keeps, as written ("0 2").
+std::string heads_text(const PruneRow& row);
+
+/// What specialization adds to a theory curve, typed: the Bayes risk, the events located on the
+/// run, the theory's sampling, and (prune=true, the run completed) the pruning of its final state.
+struct CurveResults {
+  double bayes = std::numeric_limits<double>::quiet_NaN(), bayes_se = std::numeric_limits<double>::quiet_NaN();
+  Events events;
+  nlohmann::json theory;                       ///< samples, sampling, permutations, worst PSD violation
+  std::optional<std::vector<PruneRow>> prune;  ///< every number of kept heads, the full model first
+};
+/// `flow` is the theory that made `run`.
+CurveResults curve_results(const Params& p, const Config& s, const OrderParameterFlow& flow, const TheoryRun& run);
+/// The results into `hdat curve specialization`'s output: run.json, prune.csv, summary lines.
+void add_curve_results(const Config& s, const CurveResults& r, const TheoryRun& run, RunOutput& out);
 
 }  // namespace hdat::specialization
