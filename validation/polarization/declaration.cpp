@@ -158,6 +158,7 @@ class Polarization final : public Dynamics {
   Eigen::VectorXd initial_state(const OdeTheory& theory) const override { return dynamic_cast<const FlowTheory&>(theory).flow().initial_state(); }
   std::unique_ptr<FiniteSystem> system(double lr, std::uint64_t) const override { return std::make_unique<GradientDescent>(config_, instance_, lr); }
   std::string describe() const override { return polarization::describe(config_); }
+  const Config& config() const { return config_; }
   void finish(const Bound& bound, const Computed& computed, RunOutput& out, Verdict& verdict) const override {
     if (computed.curve) finish_curve(config_, instance_, *computed.curve, out);
     if (computed.simulation) finish_simulate(config_, instance_, *computed.simulation, out);
@@ -180,6 +181,12 @@ std::shared_ptr<const DynamicsModel> dynamics_model() {
     return m;
   }();
   return model;
+}
+
+Config bound_config(const Params& p) {
+  if (const auto bound = p.binding<Bound>())
+    if (const auto* model = dynamic_cast<const Polarization*>(&bound->dynamics())) return model->config();
+  return Config::from(p);
 }
 
 }  // namespace hdat::polarization

@@ -60,7 +60,7 @@ enum class SmallestStep { none, lr, halved };
 // A command of the core (from the declaration), with the step check and the model's figures.
 Command with_figures(Command core, SmallestStep smallest) {
   return [core = std::move(core), smallest](const Params& p, RunContext& ctx) {
-    const Config c = Config::from(p);
+    const Config c = bound_config(p);
     if (smallest != SmallestStep::none) check_steps(c, std::ldexp(c.lr, smallest == SmallestStep::halved ? -c.halvings : 0));
     RunOutput out = core(p, ctx);
     figures_into(ctx, c, out);
@@ -69,7 +69,7 @@ Command with_figures(Command core, SmallestStep smallest) {
 }
 
 RunOutput cmd_analyze(const Params& p, RunContext& ctx) {
-  const Config c = Config::from(p);
+  const Config c = bound_config(p);
   ClaimResult r = run_claim(c.claim, p, ctx.quiet);
   RunOutput out;
   out.tables["claim.csv"] = r.checks;

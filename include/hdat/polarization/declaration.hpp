@@ -10,11 +10,17 @@
 
 #include "hdat/core/model.hpp"
 #include "hdat/core/table.hpp"
+#include "hdat/polarization/model.hpp"
 
 namespace hdat::polarization {
 
 /// The declaration (one object, shared by every command).
 std::shared_ptr<const DynamicsModel> dynamics_model();
+
+/// The Config the model was bound with when these parameters were resolved (the entry's check
+/// attaches the binding): a command's own steps (figures, the step check, analyze) use it instead of
+/// parsing again. Parsed here only for parameters that carry no binding (a direct library call).
+Config bound_config(const Params& p);
 
 /// The gap of every block against the step, from validate's comparison: lr, gap_BLOCK, order_BLOCK
 /// (log(gap(η)/gap(η/2)) / log 2; NaN at the largest step).
