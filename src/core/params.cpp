@@ -196,7 +196,7 @@ double number_in_range(const ParamSpec& spec, const json& v, const std::string& 
   if (!v.is_number()) throw InputError(spec.key, fmt::format("expected a number{}, got {}", where, shown(v)));
   const double x = v.get<double>();
   if (!spec.range.contains(x))
-    throw InputError(spec.key, fmt::format("{}must be {} (got {})", where.empty() ? "" : where + " ", spec.range.describe(), shown(v)));
+    throw InputError(spec.key, fmt::format("{}must be {} (got {})", where.empty() ? "" : where.substr(1) + " ", spec.range.describe(), shown(v)));
   return x;
 }
 
@@ -207,10 +207,10 @@ json integer_in_range(const ParamSpec& spec, const json& v, const std::string& w
   const double x = v.get<double>();
   constexpr double lo = std::numeric_limits<int>::min(), hi = std::numeric_limits<int>::max();
   if (std::floor(x) != x) throw InputError(spec.key, fmt::format("expected an integer{}, got {}", where, shown(v)));
+  number_in_range(spec, v, where);  // first the key's own range: the message then says what the key allows
   if (x < lo || x > hi)
     throw InputError(spec.key, fmt::format("{}must be an integer in [{}, {}] (got {})", where.empty() ? "" : where.substr(1) + " ",
                                            static_cast<long>(lo), static_cast<long>(hi), shown(v)));
-  number_in_range(spec, v, where);
   return json(static_cast<long>(x));
 }
 

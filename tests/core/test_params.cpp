@@ -42,7 +42,13 @@ TEST_CASE("bad input names the key and what is allowed") {
   CHECK(message_of([&] { resolve(set, {}, {parse_assignment("H=abc")}); }).find("'H'") != std::string::npos);
   CHECK(message_of([&] { resolve(set, {}, {parse_assignment("activation=relu")}); }).find("softmax|softmax1|bayes") != std::string::npos);
   CHECK(message_of([&] { resolve(set, {}, {parse_assignment("M0=[[1,2],[3]]")}); }).find("'M0'") != std::string::npos);
-  CHECK(message_of([&] { resolve(set, {}, {parse_assignment("dims=[1,500]")}); }).find("entry 0") != std::string::npos);
+  CHECK(message_of([&] { resolve(set, {}, {parse_assignment("dims=[1,500]")}); }).find("'dims': (entry 0) must be >= 2") != std::string::npos);
+  // Beyond the integer type: the key's own range is what the message states where it has one; the
+  // type's limit only where the key allows any size (dims has no upper bound).
+  CHECK(message_of([&] { resolve(set, {}, {parse_assignment("H=2147483648")}); }).find("'H': must be in [1, 64] (got 2147483648)") !=
+        std::string::npos);
+  CHECK(message_of([&] { resolve(set, {}, {parse_assignment("dims=[500,3e9]")}); }).find("'dims': (entry 1) must be an integer in [-2147483648, 2147483647]") !=
+        std::string::npos);
   CHECK(message_of([&] { parse_assignment("novalue"); }).find("key=value") != std::string::npos);
 }
 
