@@ -109,10 +109,28 @@ std::string verdict_line(const json& record) {
   }
   std::string upper = word;
   std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  std::string text = "verdict: " + upper;
-  if (!criterion.empty()) text += "; criterion: " + criterion;
-  if (!false_alarm.empty()) text += "; false-alarm rate: " + false_alarm;
-  return wrap(text, 130);
+  std::vector<std::string> clauses = {"verdict: " + upper};
+  if (!criterion.empty()) clauses.push_back("criterion: " + criterion);
+  if (!false_alarm.empty()) clauses.push_back("false-alarm rate: " + false_alarm);
+  // A clause that fits on a line is not split ("false-alarm rate: 0.01" stays with its value): it
+  // starts a new line where the current one has no room; a longer clause is broken at spaces.
+  constexpr std::size_t width = 130;
+  std::string text, line;  // the finished lines, and the current one (at most `width` long)
+  for (std::size_t k = 0; k < clauses.size(); ++k) {
+    const std::string piece = clauses[k] + (k + 1 < clauses.size() ? ";" : "");
+    if (!line.empty() && piece.size() <= width && line.size() + 1 + piece.size() > width) {
+      text += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + piece;
+    if (line.size() > width) {
+      const std::string wrapped = wrap(line, width);
+      const std::size_t last = wrapped.rfind('\n');
+      text += wrapped.substr(0, last + 1);
+      line = wrapped.substr(last + 1);
+    }
+  }
+  return text + line;
 }
 
 std::string model_of(const json& run) { return run.contains("model") && run["model"].is_string() ? run["model"].get<std::string>() : ""; }

@@ -64,6 +64,10 @@ void check_figures(const fs::path& dir, const std::string& what) {
     const testing::GnuplotScript script(read_file(gp));
     CHECK(!script.plots.empty());
     CHECK(script.empty_plot() == "");
+    // The verdict's clauses are not split from their values at a line break of the title.
+    const std::string text = read_file(gp);
+    CHECK(text.find("rate:\\n") == std::string::npos);
+    CHECK(text.find("false-alarm\\nrate") == std::string::npos);
   }
   for (const fs::path& f : files_of(dir)) CHECK_MESSAGE(f.filename().string().find(".hdat-tmp") == std::string::npos, f);
 }
