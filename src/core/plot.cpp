@@ -103,6 +103,7 @@ std::string plot_item(const Series& se, const std::string& data, const std::stri
     case Style::lines: return fmt::format("{} u 1:2 w l lw 2 lc rgb \"{}\" {}", data, col, title);
     case Style::dashed: return fmt::format("{} u 1:2 w l lw 2 dt 2 lc rgb \"{}\" {}", data, col, title);
     case Style::points: return fmt::format("{} u 1:2 w p pt 7 ps 0.6 lc rgb \"{}\" {}", data, col, title);
+    case Style::ring: return fmt::format("{} u 1:2 w p pt 6 ps 2 lw 2 lc rgb \"{}\" {}", data, col, title);
     case Style::linespoints: return fmt::format("{} u 1:2 w lp pt 7 ps 0.6 lw 1.5 lc rgb \"{}\" {}", data, col, title);
     case Style::errorbars: return fmt::format("{} u 1:2:3 w yerrorbars pt 7 ps 0.5 lc rgb \"{}\" {}", data, col, title);
     case Style::band:

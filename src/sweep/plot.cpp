@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/output.hpp"
@@ -301,6 +302,21 @@ void add_lines(plot::Panel& p, std::vector<plot::Series> lines) {
   }
 }
 
+// A validate sweep's points whose verdict is not "agree" marked on the panel (the value is drawn
+// either way): where a point did not decide, or disagreed, the figure says so, not only sweep.csv's
+// status and reason columns.
+void mark_verdicts(plot::Panel& p, const SweepRows& rows, const SweepAxis& ax, const std::string& label) {
+  const Table& t = rows.table();
+  for (const auto& [status, name, color] : {std::tuple<std::string, std::string, int>{"undecided", "undecided (sweep.csv: reason)", 5},
+                                            {"disagree", "DISAGREE", 1}}) {
+    plot::Series marks;
+    marks.label = name, marks.style = plot::Style::ring, marks.color = color;
+    for (std::size_t r = 0; r < t.rows(); ++r)
+      if (t.text(r, "status") == status && std::isfinite(t.number(r, label))) marks.x.push_back(rows.x_position(ax, r)), marks.y.push_back(t.number(r, label));
+    if (!marks.x.empty()) p.series.push_back(std::move(marks));
+  }
+}
+
 // Every observable in one panel.
 // The grid's extent with a margin (a factor on a log axis; the positions of a categorical one), so
 // that the first and last points are not on the frame.
@@ -335,6 +351,7 @@ plot::Panel panel_together(const SweepRows& rows, const SweepAxis& ax, const std
     }
     add_lines(p, std::move(lines));
   }
+  for (const auto& label : labels) mark_verdicts(p, rows, ax, label);
   auto_logy(p);
   return p;
 }
@@ -348,6 +365,7 @@ plot::Panel panel_of(const SweepRows& rows, const SweepAxis& ax, const std::stri
   std::vector<plot::Series> lines;
   for (const auto& combo : rows.combos()) lines.push_back(line_of(rows, ax, label, combo, combo.empty() ? label : combo));
   add_lines(p, std::move(lines));
+  mark_verdicts(p, rows, ax, label);
   auto_logy(p);
   return p;
 }

@@ -127,6 +127,15 @@ TEST_CASE("hdat plot draws every folder kind of every model, no panel empty") {
       sweep.out = scratch(m->name + "_sweep_validate");
       REQUIRE(app::run_sweep(sweep, comm).exit_code == 0);
       check_figures(sweep.out, m->name + " sweep --mode validate");
+      // A point that did not agree is marked as such on the figure, not only in sweep.csv.
+      const Table points = Table::read_csv_file((sweep.out / "sweep.csv").string());
+      const std::string script = read_file(sweep.out / "sweep.gp");
+      for (const auto& [status, mark] : {std::pair<std::string, std::string>{"undecided", "undecided (sweep.csv: reason)"}, {"disagree", "DISAGREE"}}) {
+        bool any = false;
+        for (std::size_t r = 0; r < points.rows(); ++r) any = any || points.text(r, "status") == status;
+        CAPTURE(status);
+        CHECK(any == (script.find("title \"" + mark + "\"") != std::string::npos));
+      }
     }
   }
   CHECK(models >= 1);

@@ -21,8 +21,9 @@
 
 namespace hdat::plot {
 
-/// band: a shaded region y ± yerr (drawn under the other items of its colour).
-enum class Style { lines, points, linespoints, errorbars, dashed, band };
+/// band: a shaded region y ± yerr (drawn under the other items of its colour); ring: a large open
+/// circle around a point drawn by another series (marks a point, e.g. one whose verdict is undecided).
+enum class Style { lines, points, linespoints, errorbars, dashed, band, ring };
 
 struct Series {
   std::string label;
