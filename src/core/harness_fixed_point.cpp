@@ -25,9 +25,8 @@ std::string describe(const FixedPointModel& model, const Params& p) {
   return model.describe ? " (" + model.describe(p) + ")" : "";
 }
 
-void finish(const FixedPointModel& model, const Params& p, const std::string& command, const FixedPointResults& results,
-            RunOutput& out) {
-  if (model.finish) model.finish(p, command, results, out);
+void finish(const FixedPointModel& model, const Params& p, const FixedPointResults& results, RunOutput& out) {
+  if (model.finish) model.finish(p, results, out);
 }
 
 int unconverged_points(const FixedPointRun& run) {
@@ -194,7 +193,7 @@ RunOutput fixed_point_curve(const FixedPointModel& model, const Params& p, RunCo
   out.summary = fmt::format("theory{}: {} values of {} ({}), {:.3f} s, {} not converged", describe(model, p),
                             s.controls.size(), model.control, run.method, seconds, bad);
   if (bad) out.exit_code = code(ExitCode::numerical_failure);
-  finish(model, p, "curve", {&s, &run, nullptr}, out);
+  finish(model, p, {&s, &run, nullptr}, out);
   return out;
 }
 
@@ -211,7 +210,7 @@ RunOutput fixed_point_simulate(const FixedPointModel& model, const Params& p, Ru
   out.summary = fmt::format("simulate{}: {} = {}, {} values of {} x {} seeds, {} failed", describe(model, p), s.size_name,
                             s.simulate_size, s.controls.size(), model.control, s.seeds.size(), failed);
   if (failed) out.exit_code = code(ExitCode::numerical_failure);
-  finish(model, p, "simulate", {&s, nullptr, &fits}, out);
+  finish(model, p, {&s, nullptr, &fits}, out);
   return out;
 }
 
@@ -260,7 +259,7 @@ RunOutput fixed_point_validate(const FixedPointModel& model, const Params& p, Ru
   out.summary = fmt::format("validate{}: {} of {} checks pass -> {}", describe(model, p), check.checks() - check.failures(),
                             check.checks(), verdict_word(verdict));
   for (const std::string& reason : verdict.reasons) out.summary += "\n  " + reason;
-  finish(model, p, "validate", {&s, &theory, &fits}, out);
+  finish(model, p, {&s, &theory, &fits}, out);
   return out;
 }
 

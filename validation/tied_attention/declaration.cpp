@@ -725,11 +725,11 @@ FixedPointModel make_erm_model() {
   m.describe = [](const Params& p) {
     return fmt::format("tied-attention, T = {}, {} channel, {} training", p.integer("T"), channel_of(p), p.text("training"));
   };
-  m.finish = [](const Params& p, const std::string& command, const FixedPointResults& r, RunOutput& out) {
-    if (command == "curve") finish_curve(p, r, out);
-    if (command == "validate") finish_validate(p, r, out);
+  m.finish = [](const Params& p, const FixedPointResults& r, RunOutput& out) {
+    if (r.curve()) finish_curve(p, r, out);
+    if (r.validation()) finish_validate(p, r, out);
     out.info["lambda_weight_decay"] = p.real("lambda") / std::sqrt(p.real("kappa"));
-    if (command == "simulate") out.info["training"] = p.text("training");
+    if (r.simulation()) out.info["training"] = p.text("training");
   };
   return m;
 }

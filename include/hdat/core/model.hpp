@@ -312,11 +312,15 @@ struct FitGroup {
   int failed = 0;
 };
 
-/// What the harness computed, for a model's own additions to a command's output.
+/// What the harness computed, for a model's own additions to a command's output: which command it
+/// was is what it computed (curve: the theory; simulate: the fits; validate: both).
 struct FixedPointResults {
   const FixedPointSettings* settings = nullptr;
   const FixedPointRun* theory = nullptr;       ///< null for simulate
   const std::vector<FitGroup>* fits = nullptr;  ///< null for curve
+  bool curve() const { return theory && !fits; }
+  bool simulation() const { return fits && !theory; }
+  bool validation() const { return theory && fits; }
 };
 
 /// What a state-evolution model declares; add_fixed_point_commands() (harness.hpp) derives curve,
@@ -341,7 +345,7 @@ struct FixedPointModel {
   std::string comparison = "the mean difference simulation - theory; every theory point converged";
   std::function<std::string(const Params&)> describe;  ///< one line: the configuration
   /// What is the model's own in a command's output (thresholds, spectra, histograms ...).
-  std::function<void(const Params&, const std::string& command, const FixedPointResults&, RunOutput& out)> finish;
+  std::function<void(const Params&, const FixedPointResults&, RunOutput& out)> finish;
 };
 
 // ---------------------------------------------------------------------------------------------------
