@@ -96,8 +96,8 @@ std::vector<fs::path> missing_folders(const fs::path& dir) {
 }
 
 // A sweep refused on its first finished point (an observable its output does not have), or stopped
-// by the model's own failure, leaves the folder as it found it (finished points are kept): a new one's definition and the folders it made are removed, an existing
-// one's definition is put back.
+// by the model's own failure, leaves the folder as it found it: a new one's definition and the
+// folders it made are removed (finished points are kept), an existing one's definition is put back.
 void undo_refused_sweep(const fs::path& dir, const std::optional<std::string>& definition, const std::vector<fs::path>& made) {
   if (definition) {
     write_file_atomic(dir / "sweep.json", *definition);
@@ -213,25 +213,15 @@ SweepOutcome run_sweep(const SweepRequest& a, sweep::Communicator& comm) {
       }
     }
     if (root && !shard) sweep::write_results(dir, plan, rows, counts, execution);
-  } catch (const InputError& e) {
-    if (comm.size() > 1) {
-      fmt::print(stderr, "hdat: rank {}: {}\n", comm.rank(), e.what());
-      comm.abort(2);
-    }
-    if (root) undo_refused_sweep(dir, definition, made);
-    throw;
-  } catch (const ModelFailure& e) {  // the model's own error (a Python model's exception): no result either
-    if (comm.size() > 1) {
-      fmt::print(stderr, "hdat: rank {}: {}\n", comm.rank(), e.what());
-      comm.abort(4);
-    }
-    if (root) undo_refused_sweep(dir, definition, made);
-    throw;
   } catch (const std::exception& e) {
+    // Refused input and the model's own failure (a Python model's exception) give no result: the
+    // folder is left as it was found. Anything else keeps what it wrote, for a resume.
+    const bool refused = dynamic_cast<const InputError*>(&e) != nullptr;
     if (comm.size() > 1) {
       fmt::print(stderr, "hdat: rank {}: {}\n", comm.rank(), e.what());
-      comm.abort(4);
+      comm.abort(refused ? 2 : 4);
     }
+    if (root && (refused || dynamic_cast<const ModelFailure*>(&e))) undo_refused_sweep(dir, definition, made);
     throw;
   }
   const bool stopped = comm.any(counts.interrupted || interrupted());

@@ -149,12 +149,6 @@ FlowRun integrate_flow(const OrderParameterFlow& flow, const Eigen::VectorXd& x0
   return {std::move(run.trajectory), run.solver, layout.view(run.final, "M"), layout.view(run.final, "R"), flow.setup().bias_in(run.final), psd};
 }
 
-Eigen::VectorXd state_at(const Table& table, std::size_t row, const StateLayout& layout) {
-  std::vector<double> values;
-  for (const auto& c : layout.columns()) values.push_back(table.number(row, c));
-  return layout.from_values(values);
-}
-
 namespace {
 // The most negative eigenvalue of R − M Mᵀ at state x (0 when PSD).
 double psd_violation(const StateLayout& layout, const Eigen::VectorXd& x) {

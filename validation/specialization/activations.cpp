@@ -94,18 +94,22 @@ std::optional<VariantCurve> load_variant(const fs::path& file, const Params& pv,
   if (file.empty() || !fs::exists(file)) return std::nullopt;
   const nlohmann::json j = nlohmann::json::parse(read_file(file), nullptr, false);
   if (j.is_discarded() || j.value("config", nlohmann::json()) != pv.flat()) return std::nullopt;
-  auto curve = hdat::Trajectory::from_table(Table::from_csv(j.at("curve").get<std::string>()), layout);
-  if (!curve) return std::nullopt;
-  VariantCurve v;
-  v.curve = std::move(*curve);
-  v.info = j.at("info");
-  v.status = v.info.at("solver").value("status", std::string()), v.message = v.info.at("solver").value("message", std::string());
-  v.bayes = v.info.at("bayes_risk").get<double>(), v.bayes_se = v.info.at("bayes_risk_se").get<double>();
-  const nlohmann::json& end = v.info.at("events").at("plateau_end");
-  v.plateau_end = end.is_number() ? end.get<double>() : NAN;
-  for (const auto& r : v.info.value("prune", nlohmann::json::array()))
-    v.prune.push_back({r.at("kept_heads").get<int>(), r.at("risk").get<double>(), r.at("risk_se").get<double>(), r.at("heads").get<std::vector<int>>()});
-  return v;
+  try {  // a file cut short or edited by hand is computed again, not trusted
+    auto curve = hdat::Trajectory::from_table(Table::from_csv(j.at("curve").get<std::string>()), layout);
+    if (!curve) return std::nullopt;
+    VariantCurve v;
+    v.curve = std::move(*curve);
+    v.info = j.at("info");
+    v.status = v.info.at("solver").value("status", std::string()), v.message = v.info.at("solver").value("message", std::string());
+    v.bayes = v.info.at("bayes_risk").get<double>(), v.bayes_se = v.info.at("bayes_risk_se").get<double>();
+    const nlohmann::json& end = v.info.at("events").at("plateau_end");
+    v.plateau_end = end.is_number() ? end.get<double>() : NAN;
+    for (const auto& r : v.info.value("prune", nlohmann::json::array()))
+      v.prune.push_back({r.at("kept_heads").get<int>(), r.at("risk").get<double>(), r.at("risk_se").get<double>(), r.at("heads").get<std::vector<int>>()});
+    return v;
+  } catch (const std::exception&) {  // (a missing entry, a table that does not parse)
+    return std::nullopt;
+  }
 }
 
 // A variant computed: the curve's theory run (from the start `curve` uses) and specialization's

@@ -62,8 +62,6 @@ FlowRun integrate_flow(const OrderParameterFlow& flow, const Eigen::MatrixXd& M0
 FlowRun integrate_flow(const OrderParameterFlow& flow, const Eigen::VectorXd& x0, const std::vector<double>& times,
                        const IntegrateOptions& options);
 
-/// The state in row `row` of a table with the layout's columns (curve.csv, a simulation's table).
-Eigen::VectorXd state_at(const Table& table, std::size_t row, const StateLayout& layout);
 
 /// The most negative eigenvalue of R − M Mᵀ over a run's rows (0 when all are PSD).
 double worst_psd_violation(const hdat::Trajectory& run);
