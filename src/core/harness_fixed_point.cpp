@@ -21,18 +21,9 @@ namespace hdat {
 namespace fixed_point_harness {
 namespace {
 
-std::string describe(const FixedPointModel& model, const Params& p) {
-  return model.describe ? " (" + model.describe(p) + ")" : "";
-}
-
-void finish(const FixedPointModel& model, const Params& p, const FixedPointResults& results, RunOutput& out) {
-  if (model.finish) model.finish(p, results, out);
-}
-
-int unconverged_points(const FixedPointRun& run) {
-  int bad = 0;
-  for (std::size_t i = 0; i < run.table.rows(); ++i) bad += run.table.number(i, "converged") != 0 ? 0 : 1;
-  return bad;
+std::string describe(const FixedPoints& bound) {
+  const std::string line = bound.describe();
+  return line.empty() ? "" : " (" + line + ")";
 }
 
 // Seed means with standard errors of one named quantity of every fit, as `get` reads it.
@@ -84,9 +75,9 @@ int failed_fits(const std::vector<FitGroup>& groups) {
 
 // The standard error the 1/d fit uses: a quantised observable is never known better than its
 // resolution allows (a uniform rounding error, step/√12, averaged over the seeds).
-double fit_standard_error(const FixedPointModel& model, const std::string& observable, const FitGroup& g,
+double fit_standard_error(const FixedPoints& bound, const std::string& observable, const FitGroup& g,
                           const stats::MeanSe& difference) {
-  const double step = model.resolution ? model.resolution(observable, g.size) : 0.0;
+  const double step = bound.resolution(observable, g.size);
   if (step <= 0 || difference.n <= 0) return difference.se;
   return std::max(difference.se, step / std::sqrt(12.0 * difference.n));
 }
@@ -96,7 +87,7 @@ double fit_standard_error(const FixedPointModel& model, const std::string& obser
 
 using namespace fixed_point_harness;
 
-std::vector<FitGroup> run_fits(const FixedPointModel& model, const Params& p, const FixedPointSettings& settings,
+std::vector<FitGroup> run_fits(const FixedPoints& bound, const FixedPointSettings& settings,
                                const std::vector<int>& sizes, const FixedPointRun* theory, const std::string& label,
                                const RunContext& ctx) {
   struct Job {
@@ -112,7 +103,7 @@ std::vector<FitGroup> run_fits(const FixedPointModel& model, const Params& p, co
       g.control_index = ia;
       g.size = d;
       g.fits.resize(settings.seeds.size());
-      const double cost = model.cost ? model.cost(g.control, d) : g.control * std::pow(double(d), 3);
+      const double cost = bound.cost(g.control, d);
       for (std::size_t s = 0; s < settings.seeds.size(); ++s) jobs.push_back({groups.size(), s, cost});
       groups.push_back(std::move(g));
     }
@@ -130,23 +121,21 @@ std::vector<FitGroup> run_fits(const FixedPointModel& model, const Params& p, co
         at.size = g.size;
         at.seed = settings.seeds[job.seed_index];
         at.paired = theory != nullptr;
-        if (theory && theory->states.size() > g.control_index && theory->states[g.control_index].size() > 0)
-          at.theory_state = &theory->states[g.control_index];
-        g.fits[job.seed_index] = model.fit(p, at);
+        if (theory && theory->points.size() > g.control_index && theory->points[g.control_index].state.size() > 0)
+          at.theory_state = &theory->points[g.control_index].state;
+        g.fits[job.seed_index] = bound.fit(at);
       },
       &progress);
   for (FitGroup& g : groups) summarise(g);
   return groups;
 }
 
-Table fit_table(const FixedPointModel& model, const Params& p, const FixedPointSettings& settings,
+Table fit_table(const FixedPointModel& model, const FixedPoints& bound, const FixedPointSettings& settings,
                 const std::vector<FitGroup>& groups) {
   if (groups.empty()) return Table({model.control, settings.size_name});
   const FitGroup& first = groups.front();
   std::vector<std::string> cols = {model.control, settings.size_name};
-  const auto fixed = [&](const FitGroup& g) {
-    return model.point_columns ? model.point_columns(p, g.control, g.size) : std::vector<std::pair<std::string, Cell>>{};
-  };
+  const auto fixed = [&](const FitGroup& g) { return bound.point_columns(g.control, g.size); };
   for (const auto& [name, value] : fixed(first)) cols.push_back(name);
   for (const std::string& name : first.mean.names()) {
     cols.push_back(name);
@@ -180,46 +169,49 @@ Table fit_table(const FixedPointModel& model, const Params& p, const FixedPointS
 
 RunOutput fixed_point_curve(const FixedPointModel& model, const Params& p, RunContext& ctx) {
   use_threads(ctx.threads);
-  const FixedPointSettings s = model.settings(p);
+  const auto bound = model.bind(p);
+  const FixedPointSettings s = bound->settings();
   const auto start = std::chrono::steady_clock::now();
-  const FixedPointRun run = model.theory(p)->curve(s.controls, true);
+  const auto run = bound->theory(s.controls, true);
   const double seconds = seconds_since(start);
   RunOutput out;
-  out.tables["curve.csv"] = run.table;
-  out.info["theory_method"] = run.method;
-  out.info["solver"] = run.solver;
+  out.tables["curve.csv"] = run->table(model.control);
+  out.info["theory_method"] = run->method;
+  out.info["solver"] = run->solver;
   out.info["solver"]["seconds_per_fixed_point"] = seconds / std::max<double>(1, s.controls.size());
-  const int bad = unconverged_points(run);
-  out.summary = fmt::format("theory{}: {} values of {} ({}), {:.3f} s, {} not converged", describe(model, p),
-                            s.controls.size(), model.control, run.method, seconds, bad);
+  const int bad = run->unconverged();
+  out.summary = fmt::format("theory{}: {} values of {} ({}), {:.3f} s, {} not converged", describe(*bound),
+                            s.controls.size(), model.control, run->method, seconds, bad);
   if (bad) out.exit_code = code(ExitCode::numerical_failure);
-  finish(model, p, {&s, &run, nullptr}, out);
+  bound->finish({&s, run.get(), nullptr}, out);
   return out;
 }
 
 RunOutput fixed_point_simulate(const FixedPointModel& model, const Params& p, RunContext& ctx) {
   use_threads(ctx.threads);
-  const FixedPointSettings s = model.settings(p);
-  const std::vector<FitGroup> fits = run_fits(model, p, s, {s.simulate_size}, nullptr, "simulate", ctx);
+  const auto bound = model.bind(p);
+  const FixedPointSettings s = bound->settings();
+  const std::vector<FitGroup> fits = run_fits(*bound, s, {s.simulate_size}, nullptr, "simulate", ctx);
   RunOutput out;
-  out.tables["sim.csv"] = fit_table(model, p, s, fits);
+  out.tables["sim.csv"] = fit_table(model, *bound, s, fits);
   out.info["seeds"] = s.seeds;
   out.info[s.size_name] = s.simulate_size;
   const int failed = failed_fits(fits);
   out.info["failed_fits"] = failed;
-  out.summary = fmt::format("simulate{}: {} = {}, {} values of {} x {} seeds, {} failed", describe(model, p), s.size_name,
+  out.summary = fmt::format("simulate{}: {} = {}, {} values of {} x {} seeds, {} failed", describe(*bound), s.size_name,
                             s.simulate_size, s.controls.size(), model.control, s.seeds.size(), failed);
   if (failed) out.exit_code = code(ExitCode::numerical_failure);
-  finish(model, p, {&s, nullptr, &fits}, out);
+  bound->finish({&s, nullptr, &fits}, out);
   return out;
 }
 
 RunOutput fixed_point_validate(const FixedPointModel& model, const Params& p, RunContext& ctx) {
   use_threads(ctx.threads);
-  const FixedPointSettings s = model.settings(p);
+  const auto bound = model.bind(p);
+  const FixedPointSettings s = bound->settings();
   if (s.seeds.size() < 2) throw InputError("seeds", "validate needs at least 2 seeds (standard errors over seeds)");
-  const FixedPointRun theory = model.theory(p)->curve(s.controls, true);
-  const std::vector<FitGroup> fits = run_fits(model, p, s, s.validate_sizes, &theory, "validate", ctx);
+  const auto theory = bound->theory(s.controls, true);
+  const std::vector<FitGroup> fits = run_fits(*bound, s, s.validate_sizes, theory.get(), "validate", ctx);
   const bool paired = !fits.empty() && !fits.front().paired_mean.names().empty();
 
   // Per control value and observable: the mean (paired) difference simulation − theory, measured at
@@ -229,8 +221,9 @@ RunOutput fixed_point_validate(const FixedPointModel& model, const Params& p, Ru
   const int failed = failed_fits(fits);
   for (std::size_t ia = 0; ia < s.controls.size(); ++ia)
     for (const std::string& name : s.compared) {
-      const double predicted = theory.table.number(ia, name);
-      bool conditions = theory.table.number(ia, "converged") != 0 && failed == 0;
+      const FixedPointSolution& point = theory->points[ia];
+      const double predicted = point.observables[name].value;
+      bool conditions = point.converged && failed == 0;
       std::vector<SizeMeasurement> per_size;
       for (const FitGroup& g : fits) {
         if (g.control_index != ia) continue;
@@ -238,28 +231,28 @@ RunOutput fixed_point_validate(const FixedPointModel& model, const Params& p, Ru
         const int n = static_cast<int>(g.fits.size()) - g.failed;
         const stats::MeanSe difference = paired ? stats::MeanSe{g.paired_difference[name].value, g.paired_difference[name].se, n}
                                                 : stats::MeanSe{sim.value - predicted, sim.se, n};
-        per_size.push_back({{sim.value, sim.se, n}, difference, fit_standard_error(model, name, g, difference)});
+        per_size.push_back({{sim.value, sim.se, n}, difference, fit_standard_error(*bound, name, g, difference)});
         conditions = conditions && (!paired || g.paired_converged_fraction == 1.0);
       }
       check.add({s.controls[ia], name}, predicted, per_size, conditions);
     }
 
   RunOutput out;
-  out.tables["theory_points.csv"] = theory.table;
-  out.tables["sim.csv"] = fit_table(model, p, s, fits);
+  out.tables["theory_points.csv"] = theory->table(model.control);
+  out.tables["sim.csv"] = fit_table(model, *bound, s, fits);
   out.tables["validate.csv"] = check.table();
   const Verdict verdict = check.result();
   out.info["verdict"] = check.verdict(model.comparison);
   out.info["verdict"]["failed_fits"] = failed;
   out.info["dims"] = s.validate_sizes;
   out.info["seeds"] = s.seeds;
-  out.info["theory_method"] = theory.method;
-  out.info["theory_solver"] = theory.solver;
+  out.info["theory_method"] = theory->method;
+  out.info["theory_solver"] = theory->solver;
   out.exit_code = code(verdict.exit_code());
-  out.summary = fmt::format("validate{}: {} of {} checks pass -> {}", describe(model, p), check.checks() - check.failures(),
+  out.summary = fmt::format("validate{}: {} of {} checks pass -> {}", describe(*bound), check.checks() - check.failures(),
                             check.checks(), verdict_word(verdict));
   for (const std::string& reason : verdict.reasons) out.summary += "\n  " + reason;
-  finish(model, p, {&s, &theory, &fits}, out);
+  bound->finish({&s, theory.get(), &fits}, out);
   return out;
 }
 

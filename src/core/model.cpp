@@ -1,5 +1,8 @@
 #include "hdat/core/model.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include <stdexcept>
 
 namespace hdat {
@@ -63,6 +66,35 @@ DriftTerms OdeTheory::terms(const Eigen::VectorXd& x, double t) const {
 nlohmann::json FixedPointReport::to_json() const {
   return {{"converged", converged}, {"iterations", iterations}, {"residual", residual}, {"seconds", seconds}, {"message", message}};
 }
+
+int FixedPointRun::unconverged() const {
+  return static_cast<int>(std::count_if(points.begin(), points.end(), [](const FixedPointSolution& s) { return !s.converged; }));
+}
+
+Table FixedPointRun::table(const std::string& control_name) const {
+  std::vector<std::string> cols = {control_name};
+  const Observables* first = points.empty() ? nullptr : &points.front().observables;
+  if (first)
+    for (std::size_t k = 0; k < first->size(); ++k) {
+      cols.push_back(first->names()[k]);
+      if (first->estimated(k)) cols.push_back(first->names()[k] + "_se");
+    }
+  cols.emplace_back("converged");
+  Table t(cols);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    std::vector<Cell> row = {controls[i]};
+    for (std::size_t k = 0; first && k < first->size(); ++k) {
+      const Measured& m = points[i].observables[first->names()[k]];
+      row.push_back(m.value);
+      if (first->estimated(k)) row.push_back(m.se);
+    }
+    row.push_back(points[i].converged ? 1.0 : 0.0);
+    t.add_row(row);
+  }
+  return t;
+}
+
+double FixedPoints::cost(double control, int size) const { return control * std::pow(double(size), 3); }
 
 ParamSet& declare_break_term(ParamSet& set, const std::vector<std::string>& terms) {
   std::vector<std::string> choices = {"none"};

@@ -18,54 +18,62 @@ namespace {
 
 double overlap(double alpha) { return alpha / (1 + alpha); }
 
-class ToyTheory final : public FixedPointTheory {
- public:
-  explicit ToyTheory(double factor) : factor_(factor) {}
-  FixedPointRun curve(const std::vector<double>& alphas, bool) const override {
-    FixedPointRun run;
-    run.table = Table({"alpha", "m", "converged"});
-    for (double a : alphas) {
-      run.table.add_row({a, factor_ * overlap(a), 1.0});
-      run.states.push_back(Eigen::VectorXd::Constant(1, factor_ * overlap(a)));
-    }
-    run.method = "closed form";
-    return run;
-  }
-
- private:
-  double factor_;
-};
-
 struct ToyOptions {
   double theory_factor = 1;   // 1: the correct theory
   double bias = 0.5;          // b of the b/d finite-size bias
   bool paired = true;         // the fit reports the theory at its own realisation
   double fluctuation = 1;     // amplitude of g/√d
+  double offset = 0;          // added to every fit's m
+  bool quantised = false;     // m is known to a step of 1/d only
 };
 
-FixedPointModel toy_model(const ToyOptions& o) {
-  FixedPointModel m;
-  m.theory = [o](const Params&) { return std::make_unique<ToyTheory>(o.theory_factor); };
-  m.fit = [o](const Params&, const FitPoint& at) {
-    auto eng = rng::engine(at.seed, static_cast<std::uint64_t>(at.size), rng::user + at.control_index);
-    const double g = boost::random::normal_distribution<double>()(eng) * o.fluctuation / std::sqrt(double(at.size));
-    Fit f;
-    f.observables.add("m", overlap(at.control) + o.bias / at.size + g).add("d_seen", at.size);
-    if (at.paired && o.paired) f.paired.add("m", o.theory_factor * overlap(at.control) + g);
-    f.report.converged = true;
-    f.report.iterations = 3;
-    return f;
-  };
-  m.settings = [](const Params& p) {
+class Toy final : public FixedPoints {
+ public:
+  Toy(const ToyOptions& o, long seeds) : o_(o), seeds_(seeds) {}
+  FixedPointSettings settings() const override {
     FixedPointSettings s;
     s.controls = {0.5, 2.0};
     s.simulate_size = 50;
     s.validate_sizes = {50, 100, 200};
-    for (long k = 0; k < p.integer("seeds"); ++k) s.seeds.push_back(static_cast<std::uint64_t>(k));
+    for (long k = 0; k < seeds_; ++k) s.seeds.push_back(static_cast<std::uint64_t>(k));
     s.criterion = {0.01, 0.1, 0.0};  // false_alarm, detectable, rel_floor
     s.compared = {"m"};
     return s;
-  };
+  }
+  std::unique_ptr<const FixedPointRun> theory(const std::vector<double>& alphas, bool) const override {
+    auto run = std::make_unique<FixedPointRun>();
+    for (double a : alphas) {
+      FixedPointSolution point;
+      point.converged = true;
+      point.observables.add("m", o_.theory_factor * overlap(a));
+      point.state = Eigen::VectorXd::Constant(1, o_.theory_factor * overlap(a));
+      run->controls.push_back(a);
+      run->points.push_back(point);
+    }
+    run->method = "closed form";
+    return run;
+  }
+  Fit fit(const FitPoint& at) const override {
+    auto eng = rng::engine(at.seed, static_cast<std::uint64_t>(at.size), rng::user + at.control_index);
+    const double g = boost::random::normal_distribution<double>()(eng) * o_.fluctuation / std::sqrt(double(at.size));
+    Fit f;
+    f.observables.add("m", overlap(at.control) + o_.bias / at.size + g + o_.offset);
+    if (o_.offset == 0) f.observables.add("d_seen", at.size);
+    if (at.paired && o_.paired) f.paired.add("m", o_.theory_factor * overlap(at.control) + g);
+    f.report.converged = true;
+    f.report.iterations = 3;
+    return f;
+  }
+  double resolution(const std::string&, int d) const override { return o_.quantised ? 1.0 / d : 0.0; }
+
+ private:
+  ToyOptions o_;
+  long seeds_;
+};
+
+FixedPointModel toy_model(const ToyOptions& o) {
+  FixedPointModel m;
+  m.bind = [o](const Params& p) -> std::unique_ptr<const FixedPoints> { return std::make_unique<const Toy>(o, p.integer("seeds")); };
   return m;
 }
 
@@ -106,9 +114,10 @@ TEST_CASE("fixed-point harness: pairing removes the realisation's fluctuation fr
   ToyOptions o;
   o.fluctuation = 5;
   const FixedPointModel model = toy_model(o);
-  const FixedPointSettings s = model.settings(p);
-  const FixedPointRun theory = model.theory(p)->curve(s.controls, true);
-  const std::vector<FitGroup> fits = run_fits(model, p, s, {100}, &theory, "test", ctx);
+  const auto bound = model.bind(p);
+  const FixedPointSettings s = bound->settings();
+  const auto theory = bound->theory(s.controls, true);
+  const std::vector<FitGroup> fits = run_fits(*bound, s, {100}, theory.get(), "test", ctx);
   REQUIRE(fits.size() == 2);
   for (const FitGroup& g : fits) {
     CHECK(g.mean["m"].se > 0.1);                                   // 5/√100 /√8 ≈ 0.18
@@ -117,7 +126,7 @@ TEST_CASE("fixed-point harness: pairing removes the realisation's fluctuation fr
     CHECK(g.iterations == 3);
     CHECK(g.converged_fraction == 1);
   }
-  const Table t = fit_table(model, p, s, fits);
+  const Table t = fit_table(model, *bound, s, fits);
   for (const char* c : {"alpha", "d", "m", "m_se", "d_seen", "seeds", "theory_paired_m", "paired_m_diff", "paired_m_diff_se"})
     CHECK_MESSAGE(t.has_column(c), c);
   CHECK(t.number(1, "d_seen") == 100);
@@ -142,18 +151,25 @@ TEST_CASE("fixed-point harness: a quantised observable's standard error is floor
   ToyOptions o;
   o.paired = false;
   o.fluctuation = 0.002;  // se(a) of the extrapolation ~1e-4 over d = 50, 100, 200 with 4 seeds
-  FixedPointModel model = toy_model(o);
+  o.offset = 0.002;
   const Params p = toy_params(4);
   // A constant offset of 0.002 is 20 se(a) of the extrapolation...
-  model.fit = [base = model.fit](const Params& q, const FitPoint& at) {
-    Fit f = base(q, at);
-    Observables shifted;
-    shifted.add("m", f.observables["m"].value + 0.002);
-    f.observables = shifted;
-    return f;
-  };
-  CHECK(fixed_point_validate(model, p, ctx).exit_code == 1);
+  CHECK(fixed_point_validate(toy_model(o), p, ctx).exit_code == 1);
   // ... but within the allowance, 3 se(a) = 0.004, of an observable known only to a step of 1/d.
-  model.resolution = [](const std::string&, int d) { return 1.0 / d; };
-  CHECK(fixed_point_validate(model, p, ctx).exit_code == 0);
+  o.quantised = true;
+  CHECK(fixed_point_validate(toy_model(o), p, ctx).exit_code == 0);
+}
+
+TEST_CASE("fixed-point harness: curve.csv is written from the typed run at the edge") {
+  RunContext ctx;
+  ctx.quiet = true;
+  ToyOptions o;
+  o.theory_factor = 2;
+  const RunOutput out = fixed_point_curve(toy_model(o), toy_params(2), ctx);
+  const Table& t = out.tables.at("curve.csv");
+  CHECK(t.columns() == std::vector<std::string>{"alpha", "m", "converged"});
+  CHECK(t.numbers("alpha") == std::vector<double>{0.5, 2.0});
+  CHECK(t.number(1, "m") == doctest::Approx(2 * overlap(2.0)));
+  CHECK(t.number(0, "converged") == 1);
+  CHECK(out.exit_code == 0);
 }

@@ -364,8 +364,8 @@ TEST_CASE("AMP with a wrong shrinkage or the averaged Onsager term leaves the st
 }
 
 TEST_CASE("AMP and break_term: bad input gets one message naming the key") {
-  CHECK_THROWS_AS(check_params(amp_params({{"T", 3}, {"channel", "hardmax"}})), InputError);
-  CHECK_THROWS_AS(check_params(amp_params({{"T", 2}, {"channel", "linear"}})), InputError);
+  CHECK_THROWS_AS(Config::from(amp_params({{"T", 3}, {"channel", "hardmax"}})), InputError);
+  CHECK_THROWS_AS(Config::from(amp_params({{"T", 2}, {"channel", "linear"}})), InputError);
   RunContext ctx = quiet_context();
   const Params curve = resolve(param_set(), {{"T", 1}, {"alphas", json::array({0.2})}, {"break_term", "channel"}}, {});
   CHECK_THROWS_AS(curve_command(curve, ctx), InputError);

@@ -6,6 +6,8 @@
 
 #include "../input_error_message.hpp"
 #include "hdat/core/params.hpp"
+#include "hdat/core/registry.hpp"
+#include "hdat/tied_attention/declaration.hpp"
 #include "hdat/tied_attention/model.hpp"
 
 using namespace hdat;
@@ -40,4 +42,26 @@ TEST_CASE("the same keys are accepted where they apply") {
   CHECK_NOTHROW(resolve(param_set(), {{"target", "powerlaw"}, {"gamma", 2.0}}, {}));
   // Defaults never count as set: the default configuration resolves with every key at its default.
   CHECK_NOTHROW(resolve(param_set(), {{"T", 1}}, {}));
+}
+
+// Bound once (issue 33): the check parses the keys into the typed Config and attaches it; every
+// command then works from that Config instead of parsing the keys again. Shown by attaching a
+// Config that differs from the keys: the command follows the attached one.
+TEST_CASE("the check attaches the typed Config and the commands work from it") {
+  Params p = resolve(param_set(), {{"T", 1}, {"alphas", nlohmann::json::array({0.2})}, {"bayes", false}}, {});
+  check_params(p);
+  const auto attached = p.binding<Config>();
+  REQUIRE(attached != nullptr);
+  CHECK(config_for(p) == attached);
+  CHECK(attached->alphas == std::vector<double>{0.2});
+  CHECK(attached->channel == BayesChannel::linear);
+  Config other = *attached;
+  other.alphas = {0.35, 0.7};
+  p.attach(std::make_shared<const Config>(other));
+  RunContext ctx;
+  ctx.quiet = true;
+  const Table curve = curve_command(p, ctx).tables.at("curve.csv");
+  CHECK(curve.numbers("alpha") == std::vector<double>{0.35, 0.7});
+  // A copy with other keys carries no binding: it is parsed anew.
+  CHECK(config_for(p.with({{"alphas", nlohmann::json::array({0.5})}}))->alphas == std::vector<double>{0.5});
 }

@@ -1,5 +1,6 @@
 #include "hdat/tied_attention/model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -9,6 +10,14 @@
 namespace hdat::tied_attention {
 
 namespace {
+// The output channel as the keys say it (auto: T = 1 linear, else softmax): the keys' conditions
+// read it before a Config exists.
+std::string channel_of(const Params& p) {
+  const std::string c = p.text("channel");
+  if (c != "auto") return c;
+  return p.integer("T") == 1 ? "linear" : "softmax";
+}
+
 // Where the keys of the sampled channel and of the iterative solver apply.
 constexpr const char* kSampledChannel = "the channel is sampled: softmax or hardmax (the default for T >= 2)";
 bool sampled_channel(const Params& q) { return channel_of(q) != "linear"; }
@@ -104,19 +113,128 @@ const ParamSet& param_set() {
   return set;
 }
 
-void check_params(const Params& p) {
-  if (p.text("target") == "powerlaw" && !(p.real("gamma") > 0.5)) throw InputError("gamma", "must be > 1/2");
-  const std::string ch = p.text("channel");
-  if ((ch == "softmax" || ch == "hardmax") && p.integer("T") == 1)
-    throw InputError("channel", ch + " with T = 1 is constant; use T >= 2 or the linear channel");
-  if (p.text("estimator") == "amp") {
-    if (ch == "hardmax" && p.integer("T") != 2)
-      throw InputError("channel", "AMP with the hardmax channel is implemented for T = 2");
-    if (ch == "linear" && p.integer("T") >= 2)
-      throw InputError("channel", "AMP simulates T = 1 (linear) or the softmax / hardmax channels");
+void check_params(Params& p) { p.attach(std::make_shared<const Config>(Config::from(p))); }
+
+std::shared_ptr<const Config> config_for(const Params& p) {
+  if (auto c = p.binding<Config>()) return c;
+  return std::make_shared<const Config>(Config::from(p));
+}
+
+std::string training_name(Training t) {
+  switch (t) {
+    case Training::factorized:
+      return "factorized";
+    case Training::convex:
+      return "convex";
+    case Training::direct:
+      return "direct";
   }
-  alpha_grid(p);  // validates the grid
-  seed_list(p);
+  return "?";
+}
+
+namespace {
+
+Training training_from_name(const std::string& name) {
+  for (Training t : {Training::factorized, Training::convex, Training::direct})
+    if (training_name(t) == name) return t;
+  throw InputError("training", "unknown training '" + name + "'");
+}
+
+BayesChannel channel_from_name(const std::string& name) {
+  return name == "hardmax" ? BayesChannel::hardmax : name == "softmax" ? BayesChannel::softmax : BayesChannel::linear;
+}
+
+BrokenTerms broken_terms(const std::string& term) {
+  BrokenTerms b;
+  b.ddelta_J = term == "denoiser" ? 1.25 : 1.0;
+  b.dq_M = term == "channel" ? 1.5 : 1.0;
+  b.shrinkage = term == "denoiser" ? 1.25 : 1.0;
+  b.information = term == "channel" ? 1.25 : 1.0;
+  return b;
+}
+
+std::vector<int> distinct_dims(const Params& p) {
+  std::vector<int> dims;
+  if (!p.has("dims")) return dims;
+  for (long d : p.int_vector("dims")) dims.push_back(static_cast<int>(d));
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+// The cross-key checks (the keys' own ranges and conditions are the ParamSet's).
+void check(const Config& c) {
+  if (c.target == Target::powerlaw && !(c.gamma > 0.5)) throw InputError("gamma", "must be > 1/2");
+  if (c.T == 1 && !c.linear_channel())
+    throw InputError("channel", c.channel_name() + " with T = 1 is constant; use T >= 2 or the linear channel");
+  if (c.estimator == Estimator::amp) {
+    if (c.channel == BayesChannel::hardmax && c.T != 2) throw InputError("channel", "AMP with the hardmax channel is implemented for T = 2");
+    if (c.linear_channel() && c.T >= 2) throw InputError("channel", "AMP simulates T = 1 (linear) or the softmax / hardmax channels");
+  }
+}
+
+}  // namespace
+
+Config Config::from(const Params& p) {
+  Config c;
+  c.T = static_cast<int>(p.integer("T"));
+  c.target = p.text("target") == "wishart" ? Target::wishart : Target::powerlaw;
+  c.kappa0 = p.real("kappa0");
+  c.gamma = p.real("gamma");
+  c.Q0 = p.has("Q0") ? p.real("Q0") : 1 + c.kappa0;
+  if (c.target == Target::wishart && p.has("Q0") && std::fabs(c.Q0 - (1 + c.kappa0)) > 1e-12)
+    throw InputError("Q0", "the Wishart target has Q0 = 1 + kappa0; leave Q0 unset");
+  c.channel = channel_from_name(channel_of(p));
+  c.beta = p.real("beta");
+  c.beta0 = p.real("beta0");
+  c.noise = p.real("noise");
+  c.seq2seq = p.text("task") == "seq2seq";
+  c.training = training_from_name(p.text("training"));
+  c.lambda = p.real("lambda");
+  c.kappa = p.real("kappa");
+  c.estimator = p.text("estimator") == "amp" ? Estimator::amp : Estimator::erm;
+  c.oracle_prior = p.text("amp_prior") == "oracle";
+  c.amp_max_iter = static_cast<int>(p.integer("amp_max_iter"));
+  c.amp_tol = p.real("amp_tol");
+  c.amp_damping = p.real("amp_damping");
+  c.se_samples = p.integer("se_samples");
+  check(c);
+  c.alphas = alpha_grid(p);
+  c.d = static_cast<int>(p.integer("d"));
+  c.seeds = seed_list(p);
+  c.dims = distinct_dims(p);
+  if (p.has("lambda_grid")) {
+    const Eigen::VectorXd g = p.vector("lambda_grid");
+    c.lambda_grid.assign(g.data(), g.data() + g.size());
+  }
+  if (p.has("spectrum")) c.spectrum = p.real("spectrum");
+  c.bayes = p.boolean("bayes");
+  c.quad_tol = p.real("quad_tol");
+  c.mc_samples = p.integer("mc_samples");
+  c.sampling_name = p.text("sampling");
+  c.sampling = sampling_from_name(c.sampling_name);
+  c.mc_seed = static_cast<std::uint64_t>(p.integer("mc_seed"));
+  c.damping = p.real("damping");
+  c.fp_tol = p.real("fp_tol");
+  c.fp_max_iter = static_cast<int>(p.integer("fp_max_iter"));
+  c.erm_tol = p.real("erm_tol");
+  c.erm_max_iter = p.integer("erm_max_iter");
+  c.test_samples = p.integer("test_samples");
+  c.criterion = {p.real("false_alarm"), p.real("detectable"), p.real("rel_floor")};
+  c.break_term = p.text("break_term");
+  c.broken = broken_terms(c.break_term);
+  return c;
+}
+
+std::shared_ptr<const TargetLaw> Config::target_law_at(int size) const {
+  if (target == Target::wishart) return std::make_shared<WishartTarget>(kappa0);
+  return std::make_shared<DiscreteTarget>(power_law_eigenvalues(size, kappa0, gamma, Q0));
+}
+
+QuadratureOptions Config::quadrature() const {
+  QuadratureOptions o;
+  o.rel_tol = quad_tol;
+  return o;
 }
 
 std::vector<double> alpha_grid(const Params& p, const std::string& key) {
@@ -182,30 +300,6 @@ std::vector<long> seed_list(const Params& p) {
     throw InputError("seeds", "expected a count in [1, 100000] or a non-empty list of integers");
   }
   return out;
-}
-
-double target_Q0(const Params& p) { return p.has("Q0") ? p.real("Q0") : 1 + p.real("kappa0"); }
-
-std::shared_ptr<const TargetLaw> make_target_law(const Params& p) {
-  if (p.text("target") == "wishart") {
-    if (p.has("Q0") && std::fabs(p.real("Q0") - (1 + p.real("kappa0"))) > 1e-12)
-      throw InputError("Q0", "the Wishart target has Q0 = 1 + kappa0; leave Q0 unset");
-    return std::make_shared<WishartTarget>(p.real("kappa0"));
-  }
-  const int d = static_cast<int>(p.integer("d"));
-  return std::make_shared<DiscreteTarget>(power_law_eigenvalues(d, p.real("kappa0"), p.real("gamma"), target_Q0(p)));
-}
-
-std::string channel_of(const Params& p) {
-  const std::string c = p.text("channel");
-  if (c != "auto") return c;
-  return p.integer("T") == 1 ? "linear" : "softmax";
-}
-
-QuadratureOptions quadrature_options(const Params& p) {
-  QuadratureOptions o;
-  o.rel_tol = p.real("quad_tol");
-  return o;
 }
 
 }  // namespace hdat::tied_attention

@@ -25,17 +25,15 @@ namespace {
 
 using json = nlohmann::json;
 
-ChannelInformationOptions information_options(const Params& p, int threads) {
+ChannelInformationOptions information_options(const Config& c, int threads) {
   ChannelInformationOptions o;
-  o.samples = p.integer("se_samples");
-  o.seed = static_cast<std::uint64_t>(p.integer("mc_seed"));
-  o.sampling = sampling_from_name(p.text("sampling"));
+  o.samples = c.se_samples;
+  o.seed = c.mc_seed;
+  o.sampling = c.sampling;
   o.threads = threads;
   return o;
 }
 
-bool oracle_prior(const Params& p) { return p.text("amp_prior") == "oracle"; }
-int trajectory_length(const Params& p) { return static_cast<int>(p.integer("amp_max_iter")); }
 long sample_count(double alpha, int d) { return std::max(1L, std::lround(alpha * d * d)); }
 
 struct AmpJob {
@@ -52,43 +50,42 @@ struct AmpRun {
 };
 
 // The data AMP sees, from the same streams as ERM's: the same data for the same seed.
-AmpData make_amp_data(const Params& p, const AmpJob& job) {
-  const double noise = p.real("noise");
+AmpData make_amp_data(const Config& c, const AmpJob& job) {
+  const double noise = c.noise;
   const long n = sample_count(job.alpha, job.d);
   const auto replica = run_replica(job.d, job.ia);
   const auto seed = static_cast<std::uint64_t>(job.seed);
-  if (p.integer("T") == 1) return amp_data(make_sensing_data(teacher_spec(p, job.d), n, noise, seed, replica));
-  const AttentionSpec as = attention_spec(p, job.d, noise);
+  if (c.T == 1) return amp_data(make_sensing_data(teacher_spec(c, job.d), n, noise, seed, replica));
+  const AttentionSpec as = attention_spec(c, job.d, noise);
   auto eng = rng::engine(seed, replica, rng::teacher);
   const Eigen::MatrixXd S0 = sample_teacher(as.teacher, eng);
-  return amp_data(make_attention_data(as, S0, n, seed, replica, rng::training_data), bayes_channel_of(p));
+  return amp_data(make_attention_data(as, S0, n, seed, replica, rng::training_data), c.channel);
 }
 
-AmpRun run_amp_job(const Params& p, const AmpJob& job, const StateEvolutionRun* shared_se) {
+AmpRun run_amp_job(const Config& c, const AmpJob& job, const StateEvolutionRun* shared_se) {
   AmpRun r;
-  const AmpData data = make_amp_data(p, job);
-  const auto prior = oracle_prior(p) ? empirical_target(data.S0) : target_law_at(p, job.d);
-  r.amp = Amp(amp_options(p, prior)).run(data);
+  const AmpData data = make_amp_data(c, job);
+  const auto prior = c.oracle_prior ? empirical_target(data.S0) : c.target_law_at(job.d);
+  r.amp = Amp(amp_options(c, prior)).run(data);
   r.ok = r.amp.converged || r.amp.termination == "max_iter";
-  r.se = shared_se ? *shared_se : StateEvolution(state_evolution_options(p, prior)).run(job.alpha, trajectory_length(p));
+  r.se = shared_se ? *shared_se : StateEvolution(state_evolution_options(c, prior)).run(job.alpha, c.amp_max_iter);
   return r;
 }
 
 // The law's state evolution, one per α (and per d for a finite-d power-law target).
 using SeKey = std::pair<std::size_t, int>;
-SeKey se_key(const Params& p, std::size_t ia, int d) { return {ia, p.text("target") == "wishart" ? 0 : d}; }
+SeKey se_key(const Config& c, std::size_t ia, int d) { return {ia, c.target == Target::wishart ? 0 : d}; }
 
-std::map<SeKey, StateEvolutionRun> shared_state_evolutions(const Params& p, const std::vector<double>& alphas,
+std::map<SeKey, StateEvolutionRun> shared_state_evolutions(const Config& c, const std::vector<double>& alphas,
                                                            const std::vector<int>& dims) {
   std::vector<SeKey> keys;
   for (std::size_t ia = 0; ia < alphas.size(); ++ia)
     for (int d : dims)
-      if (std::find(keys.begin(), keys.end(), se_key(p, ia, d)) == keys.end()) keys.push_back(se_key(p, ia, d));
+      if (std::find(keys.begin(), keys.end(), se_key(c, ia, d)) == keys.end()) keys.push_back(se_key(c, ia, d));
   std::vector<StateEvolutionRun> runs(keys.size());
   for_each_job(keys.size(), [&](std::size_t k) {
     const int d = keys[k].second > 0 ? keys[k].second : dims.front();
-    runs[k] = StateEvolution(state_evolution_options(p, target_law_at(p, d))).run(alphas[keys[k].first],
-                                                                                   trajectory_length(p));
+    runs[k] = StateEvolution(state_evolution_options(c, c.target_law_at(d))).run(alphas[keys[k].first], c.amp_max_iter);
   });
   std::map<SeKey, StateEvolutionRun> out;
   for (std::size_t k = 0; k < keys.size(); ++k) out[keys[k]] = std::move(runs[k]);
@@ -101,7 +98,7 @@ struct AmpBatch {
   std::map<SeKey, StateEvolutionRun> shared;  ///< empty with amp_prior=oracle
 };
 
-AmpBatch run_batch(const Params& p, const std::vector<double>& alphas, const std::vector<int>& dims,
+AmpBatch run_batch(const Config& c, const std::vector<double>& alphas, const std::vector<int>& dims,
                    const std::vector<long>& seeds, const RunContext& ctx) {
   AmpBatch b;
   for (std::size_t ia = 0; ia < alphas.size(); ++ia)
@@ -110,15 +107,15 @@ AmpBatch run_batch(const Params& p, const std::vector<double>& alphas, const std
   std::stable_sort(b.jobs.begin(), b.jobs.end(), [](const AmpJob& x, const AmpJob& y) {
     return x.alpha * std::pow(x.d, 4) > y.alpha * std::pow(y.d, 4);  // largest first: load balance
   });
-  if (!oracle_prior(p)) b.shared = shared_state_evolutions(p, alphas, dims);
+  if (!c.oracle_prior) b.shared = shared_state_evolutions(c, alphas, dims);
   b.runs.resize(b.jobs.size());
   Progress progress("AMP", static_cast<long>(b.jobs.size()), !ctx.quiet);
   for_each_job(
       b.jobs.size(),
       [&](std::size_t k) {
         const AmpJob& job = b.jobs[k];
-        const StateEvolutionRun* se = b.shared.empty() ? nullptr : &b.shared.at(se_key(p, job.ia, job.d));
-        b.runs[k] = run_amp_job(p, job, se);
+        const StateEvolutionRun* se = b.shared.empty() ? nullptr : &b.shared.at(se_key(c, job.ia, job.d));
+        b.runs[k] = run_amp_job(c, job, se);
       },
       &progress);
   return b;
@@ -279,21 +276,14 @@ std::vector<int> checkpoints(const StateEvolutionRun& se, int steps, double Q0) 
   return out;
 }
 
-std::vector<int> amp_dims(const Params& p) {
-  std::vector<int> dims;
-  if (p.has("dims"))
-    for (long d : p.int_vector("dims")) dims.push_back(static_cast<int>(d));
-  else
-    dims = {50, 100, 150};
-  std::sort(dims.begin(), dims.end());
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  return dims;
-}
+std::vector<int> amp_dims(const Config& c) { return c.dims.empty() ? std::vector<int>{50, 100, 150} : c.dims; }
 
-void describe(RunOutput& out, const Params& p, const AmpBatch& b) {
+std::string amp_prior_name(const Config& c) { return c.oracle_prior ? "oracle" : "law"; }
+
+void describe(RunOutput& out, const Config& c, const AmpBatch& b) {
   out.info["estimator"] = "amp";
-  out.info["channel"] = bayes_channel_name(bayes_channel_of(p));
-  out.info["amp_prior"] = p.text("amp_prior");
+  out.info["channel"] = c.channel_name();
+  out.info["amp_prior"] = amp_prior_name(c);
   out.info["amp"] = runs_json(b);
   out.info["note"] =
       "AMP = GAMP with the RIE denoiser (derivation.md section 10); iterate t is compared with step t of its state "
@@ -305,46 +295,40 @@ void describe(RunOutput& out, const Params& p, const AmpBatch& b) {
 
 // =============================================================================================
 
-BayesChannel bayes_channel_of(const Params& p) {
-  const std::string c = channel_of(p);
-  return c == "hardmax" ? BayesChannel::hardmax : c == "softmax" ? BayesChannel::softmax : BayesChannel::linear;
-}
-
-StateEvolutionOptions state_evolution_options(const Params& p, std::shared_ptr<const TargetLaw> prior, int threads) {
+StateEvolutionOptions state_evolution_options(const Config& c, std::shared_ptr<const TargetLaw> prior, int threads) {
   StateEvolutionOptions o;
-  o.T = static_cast<int>(p.integer("T"));
-  o.channel = bayes_channel_of(p);
-  o.noise = p.real("noise");
+  o.T = c.T;
+  o.channel = c.channel;
+  o.noise = c.noise;
   o.prior = std::move(prior);
-  o.quadrature = quadrature_options(p);
-  o.information = information_options(p, threads);
-  const BrokenTerms b = broken_terms(p);
-  o.shrinkage_factor = b.shrinkage;
-  o.information_factor = b.information;
+  o.quadrature = c.quadrature();
+  o.information = information_options(c, threads);
+  o.shrinkage_factor = c.broken.shrinkage;
+  o.information_factor = c.broken.information;
   return o;
 }
 
-AmpOptions amp_options(const Params& p, std::shared_ptr<const TargetLaw> prior) {
+AmpOptions amp_options(const Config& c, std::shared_ptr<const TargetLaw> prior) {
   AmpOptions o;
-  o.noise = p.real("noise");
+  o.noise = c.noise;
   o.prior = std::move(prior);
-  o.max_iter = trajectory_length(p);
-  o.tol = p.real("amp_tol");
-  o.damping = p.real("amp_damping");
+  o.max_iter = c.amp_max_iter;
+  o.tol = c.amp_tol;
+  o.damping = c.amp_damping;
   return o;
 }
 
-BayesColumn bayes_column(const Params& p, const std::shared_ptr<const TargetLaw>& target, const std::vector<double>& alphas) {
+BayesColumn bayes_column(const Config& cfg, const std::shared_ptr<const TargetLaw>& target, const std::vector<double>& alphas) {
   BayesColumn c;
-  const int T = static_cast<int>(p.integer("T"));
-  const BayesChannel ch = bayes_channel_of(p);
+  const int T = cfg.T;
+  const BayesChannel ch = cfg.channel;
   if (ch == BayesChannel::hardmax && T != 2) {
     c.mse.assign(alphas.size(), kNaN);
     c.se.assign(alphas.size(), kNaN);
     c.info["note"] = "the hardmax Bayes-optimal error is implemented for T = 2";
     return c;
   }
-  const auto pts = bayes_optimal_curve(target, p.real("noise"), T, ch, alphas, LawMethod::automatic, information_options(p, 0));
+  const auto pts = bayes_optimal_curve(target, cfg.noise, T, ch, alphas, LawMethod::automatic, information_options(cfg, 0));
   for (const auto& b : pts) {
     c.mse.push_back(b.mmse);
     c.se.push_back(b.mmse_se);
@@ -358,16 +342,15 @@ BayesColumn bayes_column(const Params& p, const std::shared_ptr<const TargetLaw>
   return c;
 }
 
-Table bayes_gap_table(const Table& scan, const std::vector<double>& alphas, const BayesColumn& bayes) {
+Table bayes_gap_table(const std::vector<LambdaScanPoint>& scan, const std::vector<double>& alphas, const BayesColumn& bayes) {
   Table t({"alpha", "bayes_mse", "best_erm_mse", "lambda_star", "gap", "ratio"});
   for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
     double best = kNaN, lam = kNaN;
-    for (std::size_t i = 0; i < scan.rows(); ++i) {
-      if (scan.number(i, "alpha") != alphas[ia] || scan.text(i, "training") != "factorized" || scan.number(i, "converged") != 1)
-        continue;
-      if (!(scan.number(i, "mse") >= best)) {
-        best = scan.number(i, "mse");
-        lam = scan.number(i, "lambda");
+    for (const LambdaScanPoint& s : scan) {
+      if (s.alpha != alphas[ia] || s.training != Training::factorized || !s.converged) continue;
+      if (!(s.mse >= best)) {
+        best = s.mse;
+        lam = s.lambda;
       }
     }
     const double b = bayes.mse[ia];
@@ -376,61 +359,60 @@ Table bayes_gap_table(const Table& scan, const std::vector<double>& alphas, cons
   return t;
 }
 
-json bayes_perfect_recovery(const Params& p, double rank_fraction) {
-  const BayesChannel ch = bayes_channel_of(p);
-  if (p.real("noise") > 0 || ch == BayesChannel::hardmax) return nullptr;
-  const int T = static_cast<int>(p.integer("T"));
+json bayes_perfect_recovery(const Config& c, double rank_fraction) {
+  const BayesChannel ch = c.channel;
+  if (c.noise > 0 || ch == BayesChannel::hardmax) return nullptr;
+  const int T = c.T;
   if (ch == BayesChannel::linear && T >= 2) return alpha_pr(rank_fraction, 1) / (T * (T + 1) / 2.0);
   return alpha_pr(rank_fraction, T);
 }
 
 // The tables and record simulate and validate both write from one batch of AMP runs.
-void add_batch_outputs(RunOutput& out, const Params& p, const std::vector<double>& alphas, const std::vector<int>& dims,
+void add_batch_outputs(RunOutput& out, const Config& c, const std::vector<double>& alphas, const std::vector<int>& dims,
                        const AmpBatch& b, const std::map<std::pair<std::size_t, int>, Trajectory>& tr, int steps) {
   out.tables["sim.csv"] = amp_sim_table(alphas, dims, tr, steps);
   out.tables["amp_trajectory.csv"] = trajectory_table(alphas, dims, tr, steps);
   out.tables["amp_iterations.csv"] = iterations_table(b);
   if (!b.shared.empty()) out.tables["state_evolution.csv"] = state_evolution_table(alphas, b, dims);
-  describe(out, p, b);
+  describe(out, c, b);
 }
 
-RunOutput amp_simulate_command(const Params& p, RunContext& ctx) {
+RunOutput amp_simulate_command(const Config& c, RunContext& ctx) {
   RunOutput out;
-  const auto alphas = alpha_grid(p);
-  const auto seeds = seed_list(p);
-  const std::vector<int> dims = {static_cast<int>(p.integer("d"))};
-  const int steps = trajectory_length(p);
-  const AmpBatch b = run_batch(p, alphas, dims, seeds, ctx);
+  const auto& alphas = c.alphas;
+  const auto& seeds = c.seeds;
+  const std::vector<int> dims = {c.d};
+  const int steps = c.amp_max_iter;
+  const AmpBatch b = run_batch(c, alphas, dims, seeds, ctx);
   const auto tr = trajectories(b, steps);
-  add_batch_outputs(out, p, alphas, dims, b, tr, steps);
+  add_batch_outputs(out, c, alphas, dims, b, tr, steps);
   int failed = 0;
   for (const auto& r : b.runs) failed += r.ok ? 0 : 1;
   out.summary = fmt::format("tied-attention simulate (AMP, {} channel): d = {}, {} alpha values x {} seeds, {} failed",
-                            bayes_channel_name(bayes_channel_of(p)), dims.front(), alphas.size(), seeds.size(), failed);
+                            c.channel_name(), dims.front(), alphas.size(), seeds.size(), failed);
   if (failed) out.exit_code = code(ExitCode::numerical_failure);
   return out;
 }
 
-RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
+RunOutput amp_validate_command(const Config& c, RunContext& ctx) {
   RunOutput out;
-  const auto alphas = alpha_grid(p);
-  const auto seeds = seed_list(p);
+  const auto& alphas = c.alphas;
+  const auto& seeds = c.seeds;
   if (seeds.size() < 2) throw InputError("seeds", "validate needs at least 2 seeds (standard errors)");
-  const auto dims = amp_dims(p);
-  const int steps = trajectory_length(p);
-  const InverseSizeCriterion criterion{p.real("false_alarm"), p.real("detectable"), p.real("rel_floor")};
-  const AmpBatch b = run_batch(p, alphas, dims, seeds, ctx);
+  const auto dims = amp_dims(c);
+  const int steps = c.amp_max_iter;
+  const AmpBatch b = run_batch(c, alphas, dims, seeds, ctx);
   const auto tr = trajectories(b, steps);
-  add_batch_outputs(out, p, alphas, dims, b, tr, steps);
+  add_batch_outputs(out, c, alphas, dims, b, tr, steps);
 
   // Per α, compared iteration and observable: the mean difference AMP − SE (per seed with
   // amp_prior=oracle) extrapolated to d → ∞ must vanish.
-  InverseSizeCheck check({"alpha", "iteration", "observable"}, dims, criterion);
+  InverseSizeCheck check({"alpha", "iteration", "observable"}, dims, c.criterion);
   int failed_runs = 0;
   for (const auto& [key, g] : tr) failed_runs += g.failed;
   for (std::size_t ia = 0; ia < alphas.size(); ++ia) {
     const Trajectory& ref = tr.at({ia, dims.back()});
-    const double Q0 = target_law_at(p, dims.back())->second_moment();
+    const double Q0 = c.target_law_at(dims.back())->second_moment();
     for (int t : checkpoints(state_evolution_at(b, ia, dims.back()), steps, Q0)) {
       for (const char* obs : {"mse", "m"}) {
         const bool is_mse = std::string(obs) == "mse";
@@ -454,7 +436,7 @@ RunOutput amp_validate_command(const Params& p, RunContext& ctx) {
   out.exit_code = code(verdict.exit_code());
   out.summary = fmt::format("tied-attention validate (AMP vs state evolution, T = {}, {} channel, prior {}): {} of {} "
                             "checks pass -> {}",
-                            p.integer("T"), bayes_channel_name(bayes_channel_of(p)), p.text("amp_prior"),
+                            c.T, c.channel_name(), amp_prior_name(c),
                             check.checks() - check.failures(), check.checks(), verdict_word(verdict));
   for (const std::string& reason : verdict.reasons) out.summary += "\n  " + reason;
   return out;

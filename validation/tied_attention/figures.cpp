@@ -202,8 +202,8 @@ void plot_scaling(const fs::path& dir, const json& run) {
 plot::Series compare_sim_series(const Table& t, int k) {
   Table sub(t.columns());
   for (std::size_t i = 0; i < t.rows(); ++i)
-    if (t.text(i, "training") == kTrainings[k]) sub.add_row(t.row(i));
-  plot::Series e = line(std::string("ERM (cross-validated), ") + kTrainings[k], sub.numbers("alpha"), sub.numbers("test_error"),
+    if (t.text(i, "training") == training_name(kTrainings[k])) sub.add_row(t.row(i));
+  plot::Series e = line(std::string("ERM (cross-validated), ") + training_name(kTrainings[k]), sub.numbers("alpha"), sub.numbers("test_error"),
                         plot::Style::errorbars, k);
   e.yerr = sub.numbers("test_error_se");
   return e;

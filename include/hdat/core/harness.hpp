@@ -195,13 +195,13 @@ void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsMode
 /// The fits at every (control value, size) of `sizes` over the settings' seeds, in parallel (the
 /// largest first; each fit's result depends only on its point). With `theory`, each fit is warm
 /// started from it and asked for its paired theory.
-std::vector<FitGroup> run_fits(const FixedPointModel& model, const Params& p, const FixedPointSettings& settings,
+std::vector<FitGroup> run_fits(const FixedPoints& bound, const FixedPointSettings& settings,
                                const std::vector<int>& sizes, const FixedPointRun* theory, const std::string& label,
                                const RunContext& ctx);
 /// One row per group: control, size, the model's point columns, every observable and its _se, seeds,
 /// iterations, converged_fraction, seconds_per_run, then per paired observable its paired theory,
 /// paired_<name>_diff and paired_<name>_diff_se.
-Table fit_table(const FixedPointModel& model, const Params& p, const FixedPointSettings& settings,
+Table fit_table(const FixedPointModel& model, const FixedPoints& bound, const FixedPointSettings& settings,
                 const std::vector<FitGroup>& groups);
 
 RunOutput fixed_point_curve(const FixedPointModel& model, const Params& p, RunContext& ctx);

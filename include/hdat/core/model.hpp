@@ -5,7 +5,7 @@
 //   - its parameters (a ParamSet) and named order-parameter blocks (a StateLayout);
 //   - its THEORY: for a dynamics model an ODE for the blocks (OdeTheory: the drift, split into named
 //     terms, and observables such as the risk, with standard errors where expectations are sampled);
-//     for a state-evolution model a fixed point over a control parameter α (FixedPointTheory);
+//     for a state-evolution model a fixed point over a control parameter α (FixedPoints::theory);
 //   - its FINITE-DIMENSIONAL SYSTEM: online SGD at dimension D, gradient descent at step η
 //     (FiniteSystem: advance in time, measure the same blocks and observables, one step's increment
 //     for the drift check), or an estimator fitted at (α, d, seed) (FiniteEstimator: ERM, AMP).
@@ -243,23 +243,31 @@ struct FixedPointReport {
   nlohmann::json to_json() const;
 };
 
-/// The theory along its control parameter: one row per control value.
-struct FixedPointRun {
-  /// The control column, the observables (name_se beside a sampled one), the order parameters and
-  /// conjugates, `converged` (1 or 0) and whatever else the theory reports per point.
-  Table table;
-  std::vector<Eigen::VectorXd> states;  ///< the solution at each control value (warm starts of the fits)
-  nlohmann::json solver = nlohmann::json::object();  ///< what the solver did over the curve (Ceres style)
-  std::string method;                   ///< how it was solved ("closed form", "sampled channel" ...)
+/// The theory's fixed point at one control value.
+struct FixedPointSolution {
+  bool converged = false;
+  /// The observables validate compares (a fit measures the same ones), with standard errors where
+  /// sampled expectations enter.
+  Observables observables;
+  /// The solution, a warm start for the fits' paired theories; empty where it did not converge.
+  Eigen::VectorXd state;
 };
 
-/// The high-dimensional theory of a state-evolution model.
-class FixedPointTheory {
+/// The theory along its control parameter, typed: one solution per control value. A model keeps
+/// what is its own per point (conjugates, spectra ...) in a class derived from this one, which its
+/// finish hook reads back (FixedPointResults::theory_as), and writes curve.csv from it (table()).
+class FixedPointRun {
  public:
-  virtual ~FixedPointTheory() = default;
-  /// The fixed points at `controls`, in that order (each warm started from the previous).
-  /// `error_bars`: propagate the sampling error of sampled expectations to the observables.
-  virtual FixedPointRun curve(const std::vector<double>& controls, bool error_bars) const = 0;
+  virtual ~FixedPointRun() = default;
+  std::vector<double> controls;
+  std::vector<FixedPointSolution> points;             ///< one per control value, in that order
+  nlohmann::json solver = nlohmann::json::object();  ///< what the solver did over the curve (Ceres style)
+  std::string method;                                 ///< how it was solved ("closed form", "sampled channel" ...)
+  /// Points that did not converge.
+  int unconverged() const;
+  /// curve.csv (and validate's theory_points.csv): one row per control value, written when the folder
+  /// is. Default: the control, every observable (its _se beside a sampled one) and `converged`.
+  virtual Table table(const std::string& control_name) const;
 };
 
 /// Where one fit of the finite-dimensional estimator runs.
@@ -321,32 +329,58 @@ struct FixedPointResults {
   bool curve() const { return theory && !fits; }
   bool simulation() const { return fits && !theory; }
   bool validation() const { return theory && fits; }
+  /// The theory as the model's own run class (the one its FixedPoints::theory returned).
+  template <class Run>
+  const Run& theory_as() const { return dynamic_cast<const Run&>(*theory); }
 };
 
-/// What a state-evolution model declares; add_fixed_point_commands() (harness.hpp) derives curve,
-/// simulate and validate from it.
-struct FixedPointModel {
-  std::string control = "alpha";  ///< the control parameter's column name
-  std::function<std::unique_ptr<FixedPointTheory>(const Params&)> theory;
-  std::function<Fit(const Params&, const FitPoint&)> fit;
-  std::function<FixedPointSettings(const Params&)> settings;
+/// A state-evolution model at one configuration (its fixed points along the control, and the fits
+/// they describe): what a model writes. It is built from the model's
+/// typed `Config` (parsed once from the command's parameters); everything the harness uses comes
+/// from it. add_fixed_point_commands() (harness.hpp) derives curve, simulate and validate.
+class FixedPoints {
+ public:
+  virtual ~FixedPoints() = default;
+  /// The harness settings of this configuration (the control values, sizes, seeds, criterion).
+  virtual FixedPointSettings settings() const = 0;
+  /// The theory's fixed points at `controls`, in that order (each warm started from the previous).
+  /// `error_bars`: propagate the sampling error of sampled expectations to the observables.
+  virtual std::unique_ptr<const FixedPointRun> theory(const std::vector<double>& controls, bool error_bars) const = 0;
+  /// One fit of the finite-dimensional estimator at `at`.
+  virtual Fit fit(const FitPoint& at) const = 0;
 
   // Optional.
   /// Relative cost of a fit (the largest run first, for load balance); default: size^3 · control.
-  std::function<double(double control, int size)> cost;
-  /// Columns of a fit table after (control, d) that the configuration fixes (n, training ...).
-  std::function<std::vector<std::pair<std::string, Cell>>(const Params&, double control, int size)> point_columns;
+  virtual double cost(double control, int size) const;
+  /// Columns of a fit table after (control, size) that the configuration fixes (n, training ...).
+  virtual std::vector<std::pair<std::string, Cell>> point_columns(double /*control*/, int /*size*/) const { return {}; }
   /// The resolution of a quantised observable at size d (rank: 1/d; 0: continuous): the 1/d fit
   /// never trusts a standard error below resolution/√(12 · seeds).
-  std::function<double(const std::string& observable, int size)> resolution;
+  virtual double resolution(const std::string& /*observable*/, int /*size*/) const { return 0; }
+  /// One line: the configuration.
+  virtual std::string describe() const { return ""; }
+  /// What is the model's own in a command's output (thresholds, spectra, histograms ...), from what
+  /// the command computed.
+  virtual void finish(const FixedPointResults& /*results*/, RunOutput& /*out*/) const {}
+};
+
+/// What a state-evolution model declares once, whatever the configuration.
+struct FixedPointModel {
+  std::string control = "alpha";  ///< the control parameter's column name
+  /// The model at the command's parameters (hdat::fixed_points_of<T> for a class constructed
+  /// from Params).
+  std::function<std::unique_ptr<const FixedPoints>(const Params&)> bind;
   /// Prefix of the paired theory's columns in a fit table ("<prefix>_mse").
   std::string paired_prefix = "theory_paired";
   /// What the comparison is, in words, for the verdict.
   std::string comparison = "the mean difference simulation - theory; every theory point converged";
-  std::function<std::string(const Params&)> describe;  ///< one line: the configuration
-  /// What is the model's own in a command's output (thresholds, spectra, histograms ...).
-  std::function<void(const Params&, const FixedPointResults&, RunOutput& out)> finish;
 };
+
+/// FixedPointModel::bind for a FixedPoints class T constructed from the parameters.
+template <class T>
+std::function<std::unique_ptr<const FixedPoints>(const Params&)> fixed_points_of() {
+  return [](const Params& p) -> std::unique_ptr<const FixedPoints> { return std::make_unique<const T>(p); };
+}
 
 // ---------------------------------------------------------------------------------------------------
 
