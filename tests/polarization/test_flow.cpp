@@ -18,11 +18,7 @@ using test_pol::config;
 
 namespace {
 
-std::vector<double> block(const Table& t, std::size_t r, const std::string& prefix, int T) {
-  std::vector<double> v(T);
-  for (int i = 0; i < T; ++i) v[i] = t.number(r, prefix + "_" + std::to_string(i));
-  return v;
-}
+double max_abs_difference(const Eigen::VectorXd& x, const Eigen::VectorXd& y) { return (x - y).cwiseAbs().maxCoeff(); }
 
 }  // namespace
 
@@ -43,16 +39,15 @@ TEST_CASE("reduced and full flows agree along the trajectory to the integration 
       REQUIRE(f.ok);
       CHECK(r.info["flow"]["kind"] == "reduced");
       CHECK(f.info["flow"]["kind"] == "full");
-      REQUIRE(r.table.rows() == f.table.rows());
+      REQUIRE(r.observations.size() == f.observations.size());
       double worst = 0;
-      for (std::size_t k = 0; k < r.table.rows(); ++k)
-        for (const char* p : {"s", "u", "a"}) {
-          const auto x = block(r.table, k, p, 5), y = block(f.table, k, p, 5);
-          for (int i = 0; i < 5; ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
-        }
+      for (std::size_t k = 0; k < r.observations.size(); ++k) {
+        const Measurement &x = r.observations[k].m, &y = f.observations[k].m;
+        worst = std::max({worst, max_abs_difference(x.s, y.s), max_abs_difference(x.u, y.u), max_abs_difference(x.logits, y.logits)});
+      }
       CHECK(worst < 1e-8);
       // The exact recoveries: |V|_F from u alone (logistic), and Q = VᵀV (square).
-      CHECK(r.table.number(r.table.rows() - 1, "V_norm") == doctest::Approx(f.table.number(f.table.rows() - 1, "V_norm")).epsilon(1e-8));
+      CHECK(r.observations.back().m.V_norm == doctest::Approx(f.observations.back().m.V_norm).epsilon(1e-8));
     }
 }
 
@@ -67,7 +62,7 @@ TEST_CASE("conservation laws from the symmetries of σ: mean(a) (softmax), |a|²
       const CurveResult r = theory_curve(c, in);
       REQUIRE(r.ok);
       const std::string col = nm == "softmax" ? "mean_a" : "a_norm2";
-      const auto v = r.table.numbers(col);
+      const auto v = r.table(c).numbers(col);
       double drift = 0;
       for (double x : v) drift = std::max(drift, std::fabs(x - v.front()));
       CHECK(drift <= 1e-8 * (1 + std::fabs(v.front())));
@@ -88,10 +83,12 @@ TEST_CASE("the loss never increases along the flow (every loss)") {
       // Otherwise a rise is allowed only within what an integration error δ ~ 1e-10 of the state makes
       // of the loss: for the square losses ℓ ∝ |r|², |r| may move by δ, ℓ ≤ (sqrt(ℓ) + δ)².
       const double floor = (loss == "square" && r.info["flow"]["kind"] == "reduced") ? 1e-9 : 0.0;
-      const auto L = r.table.numbers("loss");
+      const std::vector<Observation>& run = r.observations;
       long up = 0;
-      for (std::size_t k = 1; k < L.size(); ++k)
-        if (L[k - 1] > floor && L[k] > (1 + 1e-12) * std::pow(std::sqrt(std::fabs(L[k - 1])) + 1e-10, 2)) ++up;
+      for (std::size_t k = 1; k < run.size(); ++k) {
+        const double before = run[k - 1].m.loss, after = run[k].m.loss;
+        if (before > floor && after > (1 + 1e-12) * std::pow(std::sqrt(std::fabs(before)) + 1e-10, 2)) ++up;
+      }
       CHECK(up == 0);
     }
 }
@@ -107,7 +104,7 @@ TEST_CASE("theorems of the logistic softmax flow from a(0) = 0 on generic initia
       const Instance in = make_instance(c);
       const CurveResult r = theory_curve(c, in);
       REQUIRE(r.ok);
-      const Table& t = r.table;
+      const std::vector<Observation>& run = r.observations;
       std::vector<int> rank(T);
       for (int i = 0; i < T; ++i) rank[i] = i;
       std::sort(rank.begin(), rank.end(), [&](int i, int j) { return in.u0(i) > in.u0(j); });
@@ -115,35 +112,36 @@ TEST_CASE("theorems of the logistic softmax flow from a(0) = 0 on generic initia
       // No crossing: for t > 0 the logits and the projections keep the order of u(0).
       long out_of_order = 0, gap_down = 0;
       double prev_gap = -1;
-      for (std::size_t k = 0; k < t.rows(); ++k) {
-        if (!(t.number(k, "t") > 0)) continue;
-        const auto a = block(t, k, "a", T), u = block(t, k, "u", T);
+      for (const Observation& o : run) {
+        if (!(o.t > 0)) continue;
+        const Eigen::VectorXd &a = o.m.logits, &u = o.m.u;
         for (int i = 0; i + 1 < T; ++i) out_of_order += !(a[rank[i]] > a[rank[i + 1]]) + !(u[rank[i]] > u[rank[i + 1]]);
-        const double g = t.number(k, "top_gap");
+        const double g = top_gap(a, o.top);
         if (g < prev_gap - 1e-12 * std::fabs(prev_gap)) ++gap_down;
         prev_gap = g;
       }
       CHECK(out_of_order == 0);
       CHECK(gap_down == 0);  // the top gap grows (without bound: like log log² t)
-      const std::size_t L = t.rows() - 1;
-      CHECK(static_cast<int>(t.number(L, "top")) == w);  // polarises to argmax u(0)
+      const Observation& last = run.back();
+      CHECK(last.top == w);  // polarises to argmax u(0)
       // (1 − s_top) log² t approaches 2(T−1)/T monotonically (the trend, not a threshold).
       const double lim = 2.0 * (T - 1) / T;
+      auto first_at = [&](double tt) {
+        std::size_t k = 0;
+        while (k < run.size() && run[k].t < tt * (1 - 1e-12)) ++k;
+        REQUIRE(k < run.size());
+        return run[k];
+      };
       double prev = INFINITY;
       for (double tt : {1e20, 1e40, 1e70, 1e100}) {
-        std::size_t k = 0;
-        while (k < t.rows() && t.number(k, "t") < tt * (1 - 1e-12)) ++k;
-        REQUIRE(k < t.rows());
-        const double e = std::fabs(t.number(k, "eps_log2t") - lim);
+        const double e = std::fabs(first_at(tt).eps_log2t() - lim);
         CHECK(e < prev);
         prev = e;
       }
       CHECK(prev < 0.05 * lim);
-      CHECK(std::fabs(t.number(L, "z_minus_logt")) < 1e-6);  // z − log t → 0
+      CHECK(std::fabs(last.z_minus_logt()) < 1e-6);  // z − log t → 0
       // u_j (j ≠ top) level off while u_top ≈ log t keeps growing.
-      std::size_t k40 = 0;
-      while (t.number(k40, "t") < 1e40 * (1 - 1e-12)) ++k40;
-      const auto u40 = block(t, k40, "u", T), uL = block(t, L, "u", T);
+      const Eigen::VectorXd u40 = first_at(1e40).m.u, &uL = last.m.u;
       for (int j = 0; j < T; ++j)
         if (j != w) CHECK(std::fabs(uL[j] - u40[j]) < 1e-3 * (uL[w] - u40[w]));
     }
@@ -155,9 +153,9 @@ TEST_CASE("non-top gaps rise and then shrink: not every gap grows") {
   const CurveResult r = theory_curve(c, in);
   // Tokens 2 and 5 are second and third by u(0): their gap peaks near t ≈ 3e2 and then decreases.
   std::vector<double> gap, ts;
-  for (std::size_t k = 0; k < r.table.rows(); ++k) {
-    ts.push_back(r.table.number(k, "t"));
-    gap.push_back(r.table.number(k, "a_2") - r.table.number(k, "a_5"));
+  for (const Observation& o : r.observations) {
+    ts.push_back(o.t);
+    gap.push_back(o.m.logits(2) - o.m.logits(5));
   }
   const auto peak = std::max_element(gap.begin(), gap.end()) - gap.begin();
   CHECK(ts[peak] > 10);
@@ -175,7 +173,7 @@ TEST_CASE("log time: a logistic flow with T = 8 to t = 1e40 takes well under a s
                                 << r.flow.summary.wall_seconds << " s");
   CHECK(r.flow.summary.wall_seconds < 0.5);
   CHECK(r.flow.summary.rhs_calls < 20000);
-  CHECK(r.table.number(r.table.rows() - 1, "t") == doctest::Approx(1e40));
+  CHECK(r.observations.back().t == doctest::Approx(1e40));
 }
 
 TEST_CASE("event machinery: located to near machine precision; report, freeze and stop") {
@@ -232,15 +230,15 @@ TEST_CASE("events of the normalisations: ReLU and l1 logits die in finite time, 
       CHECK(e.kind == "coordinate_zero");
       CHECK(e.action == EventAction::freeze);
       // After its event the logit is exactly 0 (dead) in every later observation.
-      for (std::size_t k = 0; k < r.table.rows(); ++k)
-        if (r.table.number(k, "t") > e.t) CHECK(r.table.number(k, "a_" + std::to_string(e.index)) == 0.0);
+      for (const Observation& o : r.observations)
+        if (o.t > e.t) CHECK(o.m.logits(e.index) == 0.0);
       // The located time is the zero of the logit: integrating to just before it gives a ≈ 0.
       Config cb = c;
       cb.times = {0.0, e.t * (1 - 1e-9)};
       const CurveResult before = theory_curve(cb, in);
-      CHECK(std::fabs(before.table.number(1, "a_" + std::to_string(e.index))) < 1e-6);
+      CHECK(std::fabs(before.observations.at(1).m.logits(e.index)) < 1e-6);
     }
-    if (nm == "relu") CHECK(r.table.number(r.table.rows() - 1, "one_minus_s_top") == 0.0);  // one-hot in finite time
+    if (nm == "relu") CHECK(r.observations.back().one_minus_s_top == 0.0);  // one-hot in finite time
   }
   const Config c = base("sum");
   const Instance in = make_instance(c);
@@ -249,10 +247,8 @@ TEST_CASE("events of the normalisations: ReLU and l1 logits die in finite time, 
   bool left = false;
   for (const auto& e : r.flow.events) left = left || (e.kind == "simplex_boundary" && e.direction < 0 && e.action == EventAction::report);
   CHECK(left);
-  CHECK(r.table.number(r.table.rows() - 1, "normaliser") > 0);
-  double smin = 1;
-  for (double s : block(r.table, r.table.rows() - 1, "s", 10)) smin = std::min(smin, s);
-  CHECK(smin < 0);  // weights outside the simplex, reported, not clamped
+  CHECK(r.observations.back().m.normaliser > 0);
+  CHECK(r.observations.back().m.s.minCoeff() < 0);  // weights outside the simplex, reported, not clamped
 }
 
 TEST_CASE("square loss: partial polarisation; from V(0) = 0, a(0) = 0 the weights stay uniform; rank one stays rank one") {
@@ -260,23 +256,68 @@ TEST_CASE("square loss: partial polarisation; from V(0) = 0, a(0) = 0 the weight
   const Instance in = make_instance(c);
   const CurveResult r = theory_curve(c, in);
   REQUIRE(r.ok);
-  const double s_top = 1 - r.table.number(r.table.rows() - 1, "one_minus_s_top");
+  const double s_top = r.observations.back().s_top();
   CHECK(s_top > 1.0 / 8 + 0.01);
   CHECK(s_top < 0.5);  // interior: the drive on a switched off with the residual
   const Config cz = config({{"loss", "square"}, {"init", "explicit"}, {"u0", std::vector<double>(8, 0.0)}, {"t_max", 1e4}, {"points", 50}});
   const CurveResult z = theory_curve(cz, make_instance(cz));
   REQUIRE(z.ok);
-  for (std::size_t k = 0; k < z.table.rows(); ++k)
-    for (double s : block(z.table, k, "s", 8)) CHECK(std::fabs(s - 0.125) <= 1e-15);
-  CHECK(z.table.number(z.table.rows() - 1, "loss") < 1e-12);  // V fits the target anyway
+  for (const Observation& o : z.observations)
+    for (double s : o.m.s) CHECK(std::fabs(s - 0.125) <= 1e-15);
+  CHECK(z.observations.back().m.loss < 1e-12);  // V fits the target anyway
   std::vector<double> u0(in.u0.data(), in.u0.data() + 8);
   const Config c1 = config({{"loss", "square"}, {"init", "explicit"}, {"u0", u0}, {"t_max", 1e3}, {"points", 50}});
   const CurveResult one = theory_curve(c1, make_instance(c1));
   double res = 0;
-  for (std::size_t k = 0; k < one.table.rows(); ++k) {
-    const auto u = block(one.table, k, "u", 8);
+  for (const Observation& o : one.observations)
     for (int i = 0; i < 8; ++i)
-      for (int j = i; j < 8; ++j) res = std::max(res, std::fabs(one.table.number(k, "Q_" + std::to_string(i) + "_" + std::to_string(j)) - u[i] * u[j]));
-  }
+      for (int j = i; j < 8; ++j) res = std::max(res, std::fabs(o.Q(i, j) - o.m.u(i) * o.m.u(j)));
   CHECK(res < 1e-9);
+}
+
+TEST_CASE("typed observations: the derived quantities follow their formulas and are what curve.csv and sim.csv list") {
+  // Tables hold the cells as doubles: NaN (log t at t = 0) equals NaN here.
+  auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+  for (const std::string loss : {"logistic", "square"}) {
+    CAPTURE(loss);
+    const Config c = config({{"loss", loss}, {"init", "numpy"}, {"seed", 123}, {"t_points", std::vector<double>{0, 1, 1e2, 1e4}}});
+    const Instance in = make_instance(c);
+    const CurveResult r = theory_curve(c, in);
+    REQUIRE(r.observations.size() == 4);
+    const Table t = r.table(c);
+    REQUIRE(t.rows() == 4);
+    for (std::size_t k = 0; k < r.observations.size(); ++k) {
+      const Observation& o = r.observations[k];
+      CAPTURE(o.t);
+      Eigen::Index top = 0;
+      const double s_max = o.m.s.maxCoeff(&top);
+      CHECK(o.top == top);
+      CHECK(o.one_minus_s_top == doctest::Approx(1 - s_max).epsilon(1e-12));  // softmax: Σ_{j≠top} s_j
+      CHECK(o.s_top() == doctest::Approx(s_max).epsilon(1e-12));
+      if (o.t > 0) {
+        CHECK(o.eps_log2t() == doctest::Approx((1 - s_max) * std::log(o.t) * std::log(o.t)).epsilon(1e-12));
+        CHECK(o.z_minus_logt() == doctest::Approx(o.m.z - std::log(o.t)).epsilon(1e-12));
+      } else {
+        CHECK(std::isnan(o.eps_log2t()));
+        CHECK(std::isnan(o.z_minus_logt()));
+      }
+      CHECK(t.number(k, "t") == o.t);
+      CHECK(t.number(k, "top") == o.top);
+      CHECK(t.number(k, "one_minus_s_top") == o.one_minus_s_top);
+      CHECK(same(t.number(k, "eps_log2t"), o.eps_log2t()));
+      CHECK(same(t.number(k, "z_minus_logt"), o.z_minus_logt()));
+      CHECK(t.number(k, "entropy") == o.entropy);
+      CHECK(t.number(k, "loss") == o.m.loss);
+      for (int i = 0; i < c.T; ++i) {
+        CHECK(t.number(k, "s_" + std::to_string(i)) == o.m.s(i));
+        CHECK(t.number(k, "u_" + std::to_string(i)) == o.m.u(i));
+        CHECK(t.number(k, "a_" + std::to_string(i)) == o.m.logits(i));
+      }
+      CHECK(t.has_column("Q_0_1") == (loss == "square"));
+      if (loss == "square") {
+        CHECK(o.Q(0, 1) == o.m.Q(0, 1));
+        CHECK(t.number(k, "Q_0_1") == o.Q(0, 1));
+      }
+    }
+  }
 }

@@ -21,9 +21,9 @@ using test_pol::config;
 
 namespace {
 
-double s_max_at(const Table& t, double time) {
-  for (std::size_t r = 0; r < t.rows(); ++r)
-    if (std::fabs(t.number(r, "t") - time) <= 1e-9 * time) return 1.0 - t.number(r, "one_minus_s_top");
+double s_max_at(const std::vector<Observation>& run, double time) {
+  for (const Observation& o : run)
+    if (std::fabs(o.t - time) <= 1e-9 * time) return o.s_top();
   FAIL("time not observed: " << time);
   return NAN;
 }
@@ -35,10 +35,9 @@ GdRun run_gd(const Config& c, const Instance& in, std::vector<double> times) {
   return gradient_descent(c, in, o);
 }
 
-std::vector<double> last_weights(const Table& t, int T) {
-  std::vector<double> s(T);
-  for (int i = 0; i < T; ++i) s[i] = t.number(t.rows() - 1, "s_" + std::to_string(i));
-  return s;
+std::vector<double> last_weights(const GdRun& run) {
+  const Eigen::VectorXd& s = run.observations.back().m.s;
+  return {s.data(), s.data() + s.size()};
 }
 
 }  // namespace
@@ -47,16 +46,16 @@ TEST_CASE("logistic toy: reduced ODE s_max at t = 1e2..1e5 and GD s_max after 1e
   Config c = config({{"init", "numpy"}, {"seed", 123}, {"t_points", std::vector<double>{0, 1e2, 1e3, 1e4, 1e5}}});
   const Instance in = make_instance(c);
   const CurveResult r = theory_curve(c, in);
-  CHECK(std::fabs(s_max_at(r.table, 1e2) - 0.2327) <= 5e-5);
-  CHECK(std::fabs(s_max_at(r.table, 1e3) - 0.8752) <= 5e-5);
-  CHECK(std::fabs(s_max_at(r.table, 1e4) - 0.9526) <= 5e-5);
-  CHECK(std::fabs(s_max_at(r.table, 1e5) - 0.97492) <= 5e-6);
-  CHECK(std::fabs((1 - s_max_at(r.table, 1e5)) - 0.025) <= 5e-4);  // "still 0.025 at t = 1e5 for T = 8"
+  CHECK(std::fabs(s_max_at(r.observations, 1e2) - 0.2327) <= 5e-5);
+  CHECK(std::fabs(s_max_at(r.observations, 1e3) - 0.8752) <= 5e-5);
+  CHECK(std::fabs(s_max_at(r.observations, 1e4) - 0.9526) <= 5e-5);
+  CHECK(std::fabs(s_max_at(r.observations, 1e5) - 0.97492) <= 5e-6);
+  CHECK(std::fabs((1 - s_max_at(r.observations, 1e5)) - 0.025) <= 5e-4);  // "still 0.025 at t = 1e5 for T = 8"
   // 1e3 .. 1e6 steps of 0.1, observed like the harness does; at every observation the one-step
   // increment of (u, a) equals the reduced right-hand side to round-off (the drift check).
   GradientDescent gd(c, in, c.lr);
   const ReducedLogistic flow(c, in);
-  Table gdt(observable_columns(c));
+  std::vector<Observation> gdt;
   double drift_residual = 0;
   for (double t : {0.0, 1e2, 1e3, 1e4, 1e5}) {
     gd.advance_to(t);
@@ -64,7 +63,7 @@ TEST_CASE("logistic toy: reduced ODE s_max at t = 1e2..1e5 and GD s_max after 1e
     Eigen::VectorXd f(x.size());
     flow.rhs(x, f);
     drift_residual = std::max(drift_residual, (gd.increment().total() - f).cwiseAbs().maxCoeff() / std::max(1.0, f.cwiseAbs().maxCoeff()));
-    gdt.add_row(observable_row(c, t, gd.measure()));
+    gdt.push_back(observation(c, t, gd.measure()));
   }
   CHECK(gd.finite());
   CHECK(gd.steps() == 1000000);
@@ -72,7 +71,7 @@ TEST_CASE("logistic toy: reduced ODE s_max at t = 1e2..1e5 and GD s_max after 1e
   CHECK(std::fabs(s_max_at(gdt, 1e3) - 0.8748) <= 5e-5);
   CHECK(std::fabs(s_max_at(gdt, 1e4) - 0.9525) <= 5e-5);
   CHECK(std::fabs(s_max_at(gdt, 1e5) - 0.97489) <= 5e-6);
-  CHECK(static_cast<int>(gdt.number(gdt.rows() - 1, "top")) == 6);
+  CHECK(gdt.back().top == 6);
   MESSAGE("GD 1e6 steps at d = T = 8: " << gd.wall_seconds() << " s");
   // The invariants along those 1e6 steps hold to round-off.
   const nlohmann::json inv = gd.invariants();
@@ -103,7 +102,7 @@ TEST_CASE("logistic toy from the spec's listed 4-digit u(0): the reference numbe
     const Config c = config({{"init", "explicit"}, {"u0", u0}, {"t_points", std::vector<double>{0, 1e2, 1e3, 1e4, 1e5}}});
     const CurveResult r = theory_curve(c, make_instance(c));
     for (int i = 0; i < 4; ++i) {
-      const double s = s_max_at(r.table, times[i]);
+      const double s = s_max_at(r.observations, times[i]);
       lo[i] = std::min(lo[i], s);
       hi[i] = std::max(hi[i], s);
     }
@@ -123,24 +122,24 @@ TEST_CASE("normalisation comparison (logistic, d = T = 10, a0 = 1 + 0.1 N, lr 0.
     return run_gd(c, in, {0, 5e4});
   };
   {
-    const auto s = last_weights(run("softmax").table, 10);
+    const auto s = last_weights(run("softmax"));
     CHECK(std::fabs(*std::max_element(s.begin(), s.end()) - 0.976) <= 5e-4);
   }
   {
     const GdRun g = run("square");
-    CHECK(std::fabs(g.table.number(1, "one_minus_s_top") - 2e-8) <= 5e-9);  // "≈ 1 − 2e-8"
+    CHECK(std::fabs(g.observations.at(1).one_minus_s_top - 2e-8) <= 5e-9);  // "≈ 1 − 2e-8"
   }
   {
     const GdRun g = run("relu");
-    CHECK(g.table.number(1, "one_minus_s_top") == 0.0);  // one-hot
+    CHECK(g.observations.at(1).one_minus_s_top == 0.0);  // one-hot
   }
   {
-    const auto s = last_weights(run("sum").table, 10);
+    const auto s = last_weights(run("sum"));
     CHECK(std::fabs(*std::min_element(s.begin(), s.end()) - (-2.0)) <= 0.5);  // "weights in [−2, 3.6]"
     CHECK(std::fabs(*std::max_element(s.begin(), s.end()) - 3.6) <= 0.05);
   }
   {
-    const auto s = last_weights(run("sigmoid").table, 10);
+    const auto s = last_weights(run("sigmoid"));
     for (double x : s) CHECK(std::fabs(x - 0.8) <= 0.05);  // "≈ 0.8 on every token"
   }
 }
@@ -154,7 +153,7 @@ TEST_CASE("regression |y − X W s|², d = n = T = 20, lr 1e-3, 3e5 steps: final
     const Instance in = make_instance(c);
     const GdRun g = run_gd(c, in, {0, 300});
     CHECK(g.steps_done == 300000);
-    CHECK(std::fabs((1 - g.table.number(1, "one_minus_s_top")) - ref[kappa - 1]) <= 5e-4);
+    CHECK(std::fabs(g.observations.at(1).s_top() - ref[kappa - 1]) <= 5e-4);
   }
 }
 
@@ -165,11 +164,28 @@ TEST_CASE("tied model β = U σ(U a), U0 = I, logistic, lr 0.05, 1e4 steps: max 
                              {"a0_std", 0.1}, {"lr", 0.05}});
     const Instance in = make_instance(c);
     const GdRun g = run_gd(c, in, {0, 500});
-    const double s_max = 1 - g.table.number(1, "one_minus_s_top");
+    const double s_max = g.observations.at(1).s_top();
     CHECK(s_max >= 0.998 - 5e-4);  // "≈ 0.998–0.9996 for D = 10..100"
     CHECK(s_max <= 0.9996 + 5e-5);
-    CHECK(g.table.number(0, "top_col_norm") == doctest::Approx(1.0));  // from 1
-    CHECK(std::fabs(g.table.number(1, "top_col_norm") - 6.3) <= 0.06);  // "≈ 6.3" (6.29 at D = 100 .. 6.35 at D = 10)
-    CHECK(std::fabs(g.table.number(1, "max_other_col_norm") - 1.0) <= 0.5);  // "the others stay ≈ 1"
+    CHECK(g.observations.at(0).m.top_col_norm == doctest::Approx(1.0));  // from 1
+    CHECK(std::fabs(g.observations.at(1).m.top_col_norm - 6.3) <= 0.06);  // "≈ 6.3" (6.29 at D = 100 .. 6.35 at D = 10)
+    CHECK(std::fabs(g.observations.at(1).m.max_other_col_norm - 1.0) <= 0.5);  // "the others stay ≈ 1"
+  }
+}
+
+TEST_CASE("gradient descent's observations: t = step · lr, and sim.csv lists them with their step") {
+  const Config c = config({{"init", "numpy"}, {"seed", 123}, {"lr", 0.1}});
+  const GdRun g = run_gd(c, make_instance(c), {0, 0.5, 2});
+  REQUIRE(g.observations.size() == 3);
+  const Table t = g.table(c);
+  REQUIRE(t.rows() == 3);
+  CHECK(t.columns().back() == "step");
+  const long steps[] = {0, 5, 20};
+  for (std::size_t k = 0; k < 3; ++k) {
+    CHECK(g.steps[k] == steps[k]);
+    CHECK(g.observations[k].t == static_cast<double>(steps[k]) * 0.1);
+    CHECK(t.number(k, "step") == static_cast<double>(steps[k]));
+    CHECK(t.number(k, "t") == g.observations[k].t);
+    CHECK(t.number(k, "one_minus_s_top") == g.observations[k].one_minus_s_top);
   }
 }

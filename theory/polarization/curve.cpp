@@ -41,21 +41,20 @@ CurveResult theory_curve(const Config& c, const Instance& in) {
   std::vector<double> times = c.times;
   if (!start_reported) times.insert(times.begin(), 0.0);
   r.flow = integrate_flow(c, *flow, flow->initial_state(), times, integrate_options(c, *flow));
-  r.table = Table(observable_columns(c));
   for (std::size_t k = start_reported ? 0 : 1; k < r.flow.t.size(); ++k)
-    r.table.add_row(observable_row(c, r.flow.t[k], flow->measure(r.flow.x[k])));
+    r.observations.push_back(observation(c, r.flow.t[k], flow->measure(r.flow.x[k])));
   r.ok = r.flow.summary.ok();
   r.info = flow_info(c, *flow, r.flow);
   r.info["instance"] = in.record(c);
-  if (!r.table.empty()) {
-    const std::size_t last = r.table.rows() - 1;
-    const LastObservation end{r.table.number(last, "t"), r.table.number(last, "top"), r.table.number(last, "eps_log2t"),
-                              r.table.number(last, "z_minus_logt")};
-    const nlohmann::json limits = asymptotics(c, in, end);
+  if (!r.observations.empty()) {
+    const Observation& end = r.observations.back();
+    const nlohmann::json limits = asymptotics(c, in, {end.t, static_cast<double>(end.top), end.eps_log2t(), end.z_minus_logt()});
     if (!limits.is_null()) r.info["asymptotics"] = limits;
   }
   return r;
 }
+
+double eps_log2t_limit(const Config& c) { return 2.0 * c.b() * (c.T - 1) / c.T; }
 
 nlohmann::json asymptotics(const Config& c, const Instance& in, const LastObservation& last) {
   if (!(c.loss == Loss::logistic && c.normalization == Normalization::softmax && c.architecture == Architecture::value)) return nullptr;
@@ -66,7 +65,7 @@ nlohmann::json asymptotics(const Config& c, const Instance& in, const LastObserv
   j["winner_argmax_u0"] = static_cast<int>(w);
   j["top_token"] = static_cast<int>(last.top);
   j["eps_log2t"] = last.eps_log2t;
-  j["eps_log2t_limit"] = 2.0 * c.b() * (c.T - 1) / c.T;
+  j["eps_log2t_limit"] = eps_log2t_limit(c);
   j["z_minus_logt"] = last.z_minus_logt;
   j["z_minus_logt_limit"] = std::log(c.b());
   j["note"] = "limits of the logistic softmax flow from a(0) = 0 (derivation.md §9); approached like 1/log t";

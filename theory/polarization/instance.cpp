@@ -159,6 +159,12 @@ Instance make_instance(const Config& c) {
   return in;
 }
 
+double Instance::design_condition_number() const {
+  Eigen::JacobiSVD<Eigen::MatrixXd> svd(X);
+  const auto& sv = svd.singularValues();
+  return sv(0) / sv(sv.size() - 1);
+}
+
 nlohmann::json Instance::record(const Config& c) const {
   auto list = [](const Eigen::VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); };
   nlohmann::json j;
@@ -173,11 +179,7 @@ nlohmann::json Instance::record(const Config& c) const {
     return static_cast<int>(k);
   }();
   if (beta_star.size()) j["beta_star_norm"] = beta_star.norm();
-  if (X.size()) {
-    Eigen::JacobiSVD<Eigen::MatrixXd> svd(X);
-    const auto& sv = svd.singularValues();
-    j["design_condition_number"] = sv(0) / sv(sv.size() - 1);
-  }
+  if (X.size()) j["design_condition_number"] = design_condition_number();
   if (p_star.size()) j["p_star"] = list(p_star);
   return j;
 }

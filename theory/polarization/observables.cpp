@@ -5,14 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "hdat/polarization/normalization.hpp"
 #include "hdat/core/constants.hpp"
 
 namespace hdat::polarization {
-
-namespace {
-}
 
 bool has_Q_columns(const Config& c) { return c.loss == Loss::square && c.architecture == Architecture::value; }
 
@@ -31,25 +29,40 @@ double top_gap(const Eigen::VectorXd& logits, int top) {
   return logits.size() > 1 ? logits(top) - second : kNaN;
 }
 
-Observables all_observables(const Config& c, double t, const Measurement& m) {
-  const int top = top_index(m.s);
-  const double eps = one_minus_top(c.normalization, m.s, top);
-  const double logt = t > 0 ? std::log(t) : kNaN;
-  Observables o;
-  o.add("loss", m.loss).add("z", m.z).add("entropy", entropy(c.normalization, m.logits, m.s)).add("top_gap", top_gap(m.logits, top));
-  o.add("V_norm", m.V_norm);
-  for (int i = 0; i < c.T; ++i) o.add(fmt::format("s_{}", i), m.s(i));
-  for (int i = 0; i < c.T; ++i) o.add(fmt::format("u_{}", i), m.u(i));
-  for (int i = 0; i < c.T; ++i) o.add(fmt::format("a_{}", i), m.logits(i));
-  o.add("top", top).add("one_minus_s_top", eps).add("min_gap", min_consecutive_gap(m.logits));
-  o.add("eps_log2t", eps * logt * logt).add("z_minus_logt", m.z - logt);
-  o.add("mean_a", m.logits.mean()).add("a_norm2", m.logits.squaredNorm()).add("normaliser", m.normaliser);
-  o.add("top_col_norm", m.top_col_norm).add("max_other_col_norm", m.max_other_col_norm);
-  if (has_Q_columns(c))
-    for (int i = 0; i < c.T; ++i)
-      for (int j = i; j < c.T; ++j) o.add(fmt::format("Q_{}_{}", i, j), m.Q.size() ? m.Q(i, j) : kNaN);
+Observation observation(const Config& c, double t, Measurement m) {
+  Observation o;
+  o.t = t;
+  o.top = top_index(m.s);
+  o.one_minus_s_top = one_minus_top(c.normalization, m.s, o.top);
+  o.entropy = entropy(c.normalization, m.logits, m.s);
+  o.m = std::move(m);
   return o;
 }
+
+double Observation::log_t() const { return t > 0 ? std::log(t) : kNaN; }
+double Observation::eps_log2t() const { return one_minus_s_top * log_t() * log_t(); }
+double Observation::z_minus_logt() const { return m.z - log_t(); }
+double Observation::Q(int i, int j) const { return m.Q.size() ? m.Q(i, j) : kNaN; }
+
+Observables all_observables(const Config& c, const Observation& o) {
+  const Measurement& m = o.m;
+  Observables out;
+  out.add("loss", m.loss).add("z", m.z).add("entropy", o.entropy).add("top_gap", top_gap(m.logits, o.top));
+  out.add("V_norm", m.V_norm);
+  for (int i = 0; i < c.T; ++i) out.add(fmt::format("s_{}", i), m.s(i));
+  for (int i = 0; i < c.T; ++i) out.add(fmt::format("u_{}", i), m.u(i));
+  for (int i = 0; i < c.T; ++i) out.add(fmt::format("a_{}", i), m.logits(i));
+  out.add("top", o.top).add("one_minus_s_top", o.one_minus_s_top).add("min_gap", min_consecutive_gap(m.logits));
+  out.add("eps_log2t", o.eps_log2t()).add("z_minus_logt", o.z_minus_logt());
+  out.add("mean_a", m.logits.mean()).add("a_norm2", m.logits.squaredNorm()).add("normaliser", m.normaliser);
+  out.add("top_col_norm", m.top_col_norm).add("max_other_col_norm", m.max_other_col_norm);
+  if (has_Q_columns(c))
+    for (int i = 0; i < c.T; ++i)
+      for (int j = i; j < c.T; ++j) out.add(fmt::format("Q_{}_{}", i, j), o.Q(i, j));
+  return out;
+}
+
+Observables all_observables(const Config& c, double t, Measurement m) { return all_observables(c, observation(c, t, std::move(m))); }
 
 Observables besides_blocks(const Observables& all, const StateLayout& layout) {
   const std::vector<std::string> columns = layout.columns();
@@ -77,11 +90,17 @@ std::vector<std::string> observable_columns(const Config& c) {
   return cols;
 }
 
-std::vector<double> observable_row(const Config& c, double t, const Measurement& m) {
-  const Observables o = all_observables(c, t, m);
-  std::vector<double> row = {t};
-  for (std::size_t k = 0; k < o.size(); ++k) row.push_back(o.at(k).value);
+std::vector<double> observable_row(const Config& c, const Observation& o) {
+  const Observables all = all_observables(c, o);
+  std::vector<double> row = {o.t};
+  for (std::size_t k = 0; k < all.size(); ++k) row.push_back(all.at(k).value);
   return row;
+}
+
+Table observation_table(const Config& c, const std::vector<Observation>& run) {
+  Table table(observable_columns(c));
+  for (const Observation& o : run) table.add_row(observable_row(c, o));
+  return table;
 }
 
 }  // namespace hdat::polarization

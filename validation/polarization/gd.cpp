@@ -195,14 +195,17 @@ nlohmann::json GradientDescent::record() const {
           {"identity_failures", identity_failures()}};
 }
 
+Table GdRun::table(const Config& c) const {
+  Table t = observation_table(c, observations);
+  t.add_column("step", std::vector<double>(steps.begin(), steps.begin() + static_cast<long>(observations.size())));
+  return t;
+}
+
 GdRun gradient_descent(const Config& c, const Instance& in, const GdOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
   GradientDescent gd(c, in, opt.lr);
   GdRun run;
   run.steps = steps_of(opt.times, opt.lr);
-  auto cols = observable_columns(c);
-  cols.push_back("step");
-  run.table = Table(cols);
   const long last = run.steps.empty() ? 0 : run.steps.back();
   Progress progress("gradient descent", last, !opt.quiet && last > 2'000'000);
   for (long k : run.steps) {
@@ -210,9 +213,7 @@ GdRun gradient_descent(const Config& c, const Instance& in, const GdOptions& opt
     gd.advance_steps(k);
     progress.advance(gd.steps() - before);
     if (!gd.finite() || gd.interrupted()) break;
-    auto row = observable_row(c, static_cast<double>(k) * opt.lr, gd.measure());
-    row.push_back(static_cast<double>(k));
-    run.table.add_row(row);
+    run.observations.push_back(observation(c, static_cast<double>(k) * opt.lr, gd.measure()));
   }
   progress.finish();
   run.steps_done = gd.steps();

@@ -72,7 +72,7 @@ RunOutput cmd_analyze(const Params& p, RunContext& ctx) {
   const Config c = bound_config(p);
   ClaimResult r = run_claim(c.claim, p, ctx.quiet);
   RunOutput out;
-  out.tables["claim.csv"] = r.checks;
+  out.tables["claim.csv"] = r.checks_table();
   for (auto& [name, t] : r.series) out.tables[name] = std::move(t);
   out.info = r.info;
   out.summary = r.summary;

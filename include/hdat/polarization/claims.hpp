@@ -10,18 +10,29 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "hdat/core/params.hpp"
 #include "hdat/core/table.hpp"
 
 namespace hdat::polarization {
 
+/// One check of a claim: a row of claim.csv.
+struct ClaimCheck {
+  std::string name;
+  double measured = 0, reference = 0, tolerance = 0;
+  bool pass = false;
+  std::string note;
+};
+
 struct ClaimResult {
-  Table checks;                          ///< claim.csv
+  std::vector<ClaimCheck> checks;        ///< claim.csv (checks_table)
   std::map<std::string, Table> series;   ///< other CSV files
   nlohmann::json info;                   ///< setup actually used, solver statistics, events
   std::string summary;
   bool all_pass = true;
+  /// claim.csv: check, measured, reference, tolerance, pass (1 or 0), note.
+  Table checks_table() const;
 };
 
 /// The preset of a claim (the spec's setup), as flat key -> value.

@@ -23,6 +23,7 @@
 #include "hdat/polarization/instance.hpp"
 #include "hdat/polarization/model.hpp"
 #include "hdat/polarization/normalization.hpp"
+#include "hdat/polarization/observables.hpp"
 #include "hdat/polarization/reduced.hpp"
 
 namespace hdat::polarization {
@@ -105,8 +106,8 @@ struct GdOptions {
 
 /// A whole run observed at the requested times (the model's own analyses).
 struct GdRun {
-  Table table;                   ///< observable_columns + "step"
-  std::vector<long> steps;       ///< recorded steps
+  std::vector<Observation> observations;  ///< at steps[k], k < observations.size() (t = steps[k] · lr)
+  std::vector<long> steps;       ///< steps planned for observation
   long steps_done = 0;
   bool finite = true;
   bool interrupted = false;      ///< stopped by Ctrl-C (rows before it are kept)
@@ -117,6 +118,8 @@ struct GdRun {
   Eigen::MatrixXd V_final;       ///< V (or U) at the last step
   Eigen::VectorXd a_final;       ///< a at the last step
   nlohmann::json to_json() const { return record; }
+  /// sim.csv: observable_columns(c) + "step"; c: the run's own.
+  Table table(const Config& c) const;
 };
 
 GdRun gradient_descent(const Config& c, const Instance& in, const GdOptions& opt);

@@ -23,6 +23,8 @@ struct Instance {
   Eigen::VectorXd u0;         ///< u(0) = V(0)ᵀ b (the given u0 for init=explicit)
   Eigen::MatrixXd Q0;         ///< Q(0) = V(0)ᵀ V(0) (the given Q0 for init=explicit)
 
+  /// cond(X), measured: the ratio of X's extreme singular values (regression).
+  double design_condition_number() const;
   /// What run.json records of the instance (seeds, u(0), a(0), |V(0)|, measured cond(X) ...).
   nlohmann::json record(const Config& c) const;
 };
