@@ -35,6 +35,10 @@ struct CountedSystem {
   const IntegrateOptions* opt;
   long* calls;
   double* seconds;
+  // The state and its derivative in Eigen's aligned storage: an Eigen reduction (a sum, a norm)
+  // starts its packets at the first aligned element, so over the steppers' std::vector (aligned to
+  // 16 bytes by the heap, not to the packet) its last bits would depend on where the heap put the
+  // state, and a run's numbers on unrelated allocations (e.g. the length of the --out path).
   mutable Eigen::VectorXd xbuf, dbuf;
 
   double t_of(double s) const { return opt->log_time ? opt->time_scale * std::expm1(s) : s; }
@@ -43,16 +47,17 @@ struct CountedSystem {
     const auto start = Clock::now();
     ++*calls;
     const double t = t_of(s);
-    Eigen::Map<const Eigen::VectorXd> xm(x, static_cast<Eigen::Index>(n));
-    Eigen::Map<Eigen::VectorXd> dm(dxdt, static_cast<Eigen::Index>(n));
+    xbuf = Eigen::Map<const Eigen::VectorXd>(x, static_cast<Eigen::Index>(n));
+    dbuf.setZero(static_cast<Eigen::Index>(n));
     try {
-      (*f)(xm, dm, t);
+      (*f)(xbuf, dbuf, t);
     } catch (const ModelFailure&) {
       throw;  // the model's own error: not a stopped run but the caller's exception
     } catch (const std::exception& e) {
       throw RhsFailure{t, -1, e.what()};
     }
-    if (opt->log_time) dm *= (opt->time_scale + t);  // dx/dtau = (dt/dtau) f
+    if (opt->log_time) dbuf *= (opt->time_scale + t);  // dx/dtau = (dt/dtau) f
+    Eigen::Map<Eigen::VectorXd>(dxdt, static_cast<Eigen::Index>(n)) = dbuf;
     for (std::size_t k = 0; k < n; ++k)
       if (!std::isfinite(dxdt[k])) throw RhsFailure{t, static_cast<int>(k), "non-finite right-hand side"};
     *seconds += std::chrono::duration<double>(Clock::now() - start).count();
@@ -503,8 +508,7 @@ class Run {
       return false;
     }
     if (opt_.step_monitor) {
-      Eigen::Map<const Eigen::VectorXd> xm(xs.data(), static_cast<Eigen::Index>(n_));
-      if (!opt_.step_monitor(t_of(s_new), xm)) {
+      if (!opt_.step_monitor(t_of(s_new), as_vector(xs))) {
         stop(sum_, IntegrateStatus::stopped_by_event, fmt::format("stopped by an event at t={:.6g}", t_of(s_new)));
         return false;
       }
