@@ -66,15 +66,6 @@ void check_times(const std::vector<double>& times, double t_start, double t_max,
 
 namespace {
 
-// The lists a model's settings() reads as non-empty (the last time, the largest size): refused
-// before settings() ever sees them.
-void check_lists(const Params& p) {
-  if (p.has("t_points") && p.vector("t_points").size() == 0) throw InputError("t_points", "must hold at least one observation time");
-  if (p.has("dims") && p.int_vector("dims").empty()) throw InputError("dims", "must hold at least one size (validate compares there)");
-  if (p.has("drift_times") && p.vector("drift_times").size() == 0)
-    throw InputError("drift_times", "must hold at least one time (validate mode=drift checks the drift there)");
-}
-
 // The settings read once for `p`, checked before any work.
 DynamicsSettings checked_settings(const Dynamics& dynamics, const Params& p) {
   const DynamicsSettings s = dynamics.settings();
@@ -96,7 +87,6 @@ DynamicsSettings checked_settings(const Dynamics& dynamics, const Params& p) {
 }  // namespace
 
 Bound::Bound(const DynamicsModel& model, const Params& p) : model_(model), params_(p) {
-  check_lists(p);  // the lists a model's settings read as non-empty, before the model sees them
   dynamics_ = model.bind(p);
   settings_ = checked_settings(*dynamics_, p);
   layout_ = dynamics_->layout();
@@ -299,7 +289,6 @@ void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsMode
   // The check binds the model (parsing the parameters into its Config, reading its settings) and
   // attaches the binding: the command works from it instead of binding again.
   entry.check = [own = entry.check, model](Params& p) {
-    check_lists(p);
     if (own) own(p);
     p.attach(std::make_shared<const Bound>(*model, p));
   };

@@ -237,6 +237,9 @@ json check_value(const ParamSpec& spec, const json& value) {
     case ParamKind::real_list:
     case ParamKind::int_list: {
       if (!value.is_array()) throw InputError(spec.key, fmt::format("expected a {} such as [1, 2], got {}", spec.kind_name(), shown(value)));
+      // No model reads an empty list as anything but a mistake (no time to observe, no size to
+      // compare, no λ to scan): refused here, for every list key of every model.
+      if (value.empty()) throw InputError(spec.key, "must hold at least one entry (leave the key out rather than give an empty list)");
       json out = json::array();
       for (std::size_t i = 0; i < value.size(); ++i) {
         const std::string where = fmt::format(" (entry {})", i);

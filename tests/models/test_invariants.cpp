@@ -274,3 +274,25 @@ TEST_CASE("every dynamics model: the simulation hash follows the declaration") {
     CHECK(simulation_hash(Bound(*c.entry->dynamics, reseeded), size) != hash);
   }
 }
+
+// Every model, dynamics or not: a list key given as [] is refused when the parameters are resolved,
+// naming the key, before any command runs. (tied-attention's validate crashed on dims=[], and
+// curve wrote a λ comparison of nothing for lambda_grid=[].)
+TEST_CASE("every model refuses an empty list for every list key, naming it") {
+  register_models();
+  int lists = 0;
+  for (const ModelEntry* model : registry().all())
+    for (const ParamSpec& s : model->params.specs()) {
+      if (s.kind != ParamKind::real_list && s.kind != ParamKind::int_list) continue;
+      CAPTURE(model->name);
+      CAPTURE(s.key);
+      ++lists;
+      try {
+        (void)resolve_for(*model, nlohmann::json(), {{s.key, nlohmann::json::array()}});
+        FAIL("accepted");
+      } catch (const InputError& e) {
+        CHECK(e.key() == s.key);
+      }
+    }
+  CHECK(lists >= 10);
+}
