@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <optional>
 
 #include "hdat/core/constants.hpp"
 #include "hdat/core/exit_code.hpp"
@@ -20,6 +23,8 @@ namespace hdat {
 
 namespace fixed_point_harness {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string describe(const FixedPoints& bound) {
   const std::string line = bound.describe();
@@ -82,14 +87,91 @@ double fit_standard_error(const FixedPoints& bound, const std::string& observabl
   return std::max(difference.se, step / std::sqrt(12.0 * difference.n));
 }
 
+// A finished fit kept in the output folder (fits/), so that an interrupted simulate or validate
+// resumes where it stopped: the fit's numbers exactly (JSON keeps 17 digits; NaN as null).
+nlohmann::json number_json(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+double number_of(const nlohmann::json& j) { return j.is_null() ? kNaN : j.get<double>(); }
+
+nlohmann::json observables_json(const Observables& o) {
+  nlohmann::json a = nlohmann::json::array();
+  for (std::size_t k = 0; k < o.size(); ++k)
+    a.push_back({o.names()[k], number_json(o.at(k).value), number_json(o.at(k).se), static_cast<bool>(o.estimated(k))});
+  return a;
+}
+
+Observables observables_of(const nlohmann::json& a) {
+  Observables o;
+  for (const auto& e : a) {
+    if (e[3].get<bool>()) o.add(e[0].get<std::string>(), number_of(e[1]), number_of(e[2]));
+    else o.add(e[0].get<std::string>(), number_of(e[1]));
+  }
+  return o;
+}
+
+nlohmann::json fit_json(const Fit& f) {
+  return {{"observables", observables_json(f.observables)},
+          {"paired", observables_json(f.paired)},
+          {"paired_converged", f.paired_converged},
+          {"failed", f.failed},
+          {"report", {{"converged", f.report.converged}, {"iterations", f.report.iterations}, {"residual", number_json(f.report.residual)},
+                      {"seconds", f.report.seconds}, {"message", f.report.message}}},
+          {"info", f.info}};
+}
+
+Fit fit_of(const nlohmann::json& j) {
+  Fit f;
+  f.observables = observables_of(j.at("observables"));
+  f.paired = observables_of(j.at("paired"));
+  f.paired_converged = j.at("paired_converged").get<bool>();
+  f.failed = j.at("failed").get<bool>();
+  const auto& r = j.at("report");
+  f.report.converged = r.at("converged").get<bool>();
+  f.report.iterations = r.at("iterations").get<int>();
+  f.report.residual = number_of(r.at("residual"));
+  f.report.seconds = r.at("seconds").get<double>();
+  f.report.message = r.at("message").get<std::string>();
+  f.info = j.at("info");
+  return f;
+}
+
+// Where the fits of this configuration are kept: named by every key that could change a fit (all
+// but the theory-only ones), then by the fit's own place (control value, size, seed, paired).
+struct FitStore {
+  fs::path dir;
+  std::string hash;
+  FitStore(const Params& p, const RunContext& ctx) {
+    if (ctx.out.empty()) return;
+    dir = ctx.out / "fits";
+    nlohmann::json j = p.flat();
+    for (const ParamSpec& spec : p.set().specs())
+      if (!spec.changes_simulation) j.erase(spec.key);
+    hash = fmt::format("{:016x}", std::hash<std::string>{}(j.dump()));
+  }
+  fs::path file(const FitPoint& at) const {
+    return dir / fmt::format("{}_control{}_size{}_seed{}{}.json", hash, at.control_index, at.size, at.seed, at.paired ? "_paired" : "");
+  }
+  std::optional<Fit> load(const FitPoint& at) const {
+    if (dir.empty() || !fs::exists(file(at))) return std::nullopt;
+    try {
+      return fit_of(nlohmann::json::parse(read_file(file(at))));
+    } catch (const nlohmann::json::exception&) {
+      return std::nullopt;  // cut short or of another version: computed again
+    }
+  }
+  void save(const FitPoint& at, const Fit& f) const {
+    if (!dir.empty()) write_file_atomic(file(at), fit_json(f).dump() + "\n");
+  }
+};
+
 }  // namespace
 }  // namespace fixed_point_harness
 
 using namespace fixed_point_harness;
 
-std::vector<FitGroup> run_fits(const FixedPoints& bound, const FixedPointSettings& settings,
+std::vector<FitGroup> run_fits(const FixedPoints& bound, const Params& p, const FixedPointSettings& settings,
                                const std::vector<int>& sizes, const FixedPointRun* theory, const std::string& label,
                                const RunContext& ctx) {
+  const FitStore store(p, ctx);
   struct Job {
     std::size_t group = 0, seed_index = 0;
     double cost = 0;
@@ -110,9 +192,8 @@ std::vector<FitGroup> run_fits(const FixedPoints& bound, const FixedPointSetting
   // The largest fits first: better load balance.
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.cost > b.cost; });
   Progress progress(label, static_cast<long>(jobs.size()), !ctx.quiet);
-  for_each_job(
-      jobs.size(),
-      [&](std::size_t k) {
+  std::atomic<long> finished{0};
+  const auto fit_at = [&](std::size_t k) {
         const Job& job = jobs[k];
         FitGroup& g = groups[job.group];
         FitPoint at;
@@ -123,9 +204,22 @@ std::vector<FitGroup> run_fits(const FixedPoints& bound, const FixedPointSetting
         at.paired = theory != nullptr;
         if (theory && theory->points.size() > g.control_index && theory->points[g.control_index].state.size() > 0)
           at.theory_state = &theory->points[g.control_index].state;
-        g.fits[job.seed_index] = bound.fit(at);
-      },
-      &progress);
+        if (std::optional<Fit> kept = store.load(at)) {
+          g.fits[job.seed_index] = std::move(*kept);
+        } else {
+          g.fits[job.seed_index] = bound.fit(at);
+          store.save(at, g.fits[job.seed_index]);
+        }
+        ++finished;
+  };
+  try {
+    for_each_job(jobs.size(), fit_at, &progress);
+  } catch (const Interrupted&) {
+    throw Interrupted(store.dir.empty()
+                          ? fmt::format("interrupted after {} of {} fits (no output folder: nothing kept)", finished.load(), jobs.size())
+                          : fmt::format("interrupted: {} of {} fits finished and are kept in {}; the same command with the same "
+                                        "--out resumes from them", finished.load(), jobs.size(), store.dir.string()));
+  }
   for (FitGroup& g : groups) summarise(g);
   return groups;
 }
@@ -191,7 +285,7 @@ RunOutput fixed_point_simulate(const FixedPointModel& model, const Params& p, Ru
   use_threads(ctx.threads);
   const auto bound = model.bind(p);
   const FixedPointSettings s = bound->settings();
-  const std::vector<FitGroup> fits = run_fits(*bound, s, {s.simulate_size}, nullptr, "simulate", ctx);
+  const std::vector<FitGroup> fits = run_fits(*bound, p, s, {s.simulate_size}, nullptr, "simulate", ctx);
   RunOutput out;
   out.tables["sim.csv"] = fit_table(model, *bound, s, fits);
   out.info["seeds"] = s.seeds;
@@ -211,7 +305,7 @@ RunOutput fixed_point_validate(const FixedPointModel& model, const Params& p, Ru
   const FixedPointSettings s = bound->settings();
   if (s.seeds.size() < 2) throw InputError("seeds", "validate needs at least 2 seeds (standard errors over seeds)");
   const auto theory = bound->theory(s.controls, true);
-  const std::vector<FitGroup> fits = run_fits(*bound, s, s.validate_sizes, theory.get(), "validate", ctx);
+  const std::vector<FitGroup> fits = run_fits(*bound, p, s, s.validate_sizes, theory.get(), "validate", ctx);
   const bool paired = !fits.empty() && !fits.front().paired_mean.names().empty();
 
   // Per control value and observable: the mean (paired) difference simulation − theory, measured at

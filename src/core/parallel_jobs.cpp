@@ -34,7 +34,7 @@ void for_each_job(std::size_t count, const std::function<void(std::size_t)>& job
   }
   if (progress) progress->finish();
   if (first_error) std::rethrow_exception(first_error);
-  if (interrupted()) throw NumericalError("interrupted");
+  if (interrupted()) throw Interrupted("interrupted");
 }
 
 }  // namespace hdat

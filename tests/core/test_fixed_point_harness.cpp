@@ -4,12 +4,18 @@
 // sampled target spectrum does). A correct theory must agree, a theory off by a few percent must
 // not, and the paired comparison must remove the realisation's fluctuation.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <unistd.h>
 
 #include <boost/random/normal_distribution.hpp>
+#include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <memory>
 
 #include "hdat/core/error.hpp"
 #include "hdat/core/harness.hpp"
+#include "hdat/core/progress.hpp"
 #include "hdat/core/random.hpp"
 
 using namespace hdat;
@@ -25,6 +31,9 @@ struct ToyOptions {
   double fluctuation = 1;     // amplitude of g/√d
   double offset = 0;          // added to every fit's m
   bool quantised = false;     // m is known to a step of 1/d only
+  /// Counts the fits made; at `interrupt_at` fits the user interrupts (as Ctrl-C would).
+  std::shared_ptr<std::atomic<int>> fits = std::make_shared<std::atomic<int>>(0);
+  int interrupt_at = -1;
 };
 
 class Toy final : public FixedPoints {
@@ -56,6 +65,7 @@ class Toy final : public FixedPoints {
   Fit fit(const FitPoint& at) const override {
     auto eng = rng::engine(at.seed, static_cast<std::uint64_t>(at.size), rng::user + at.control_index);
     const double g = boost::random::normal_distribution<double>()(eng) * o_.fluctuation / std::sqrt(double(at.size));
+    if (++*o_.fits == o_.interrupt_at) request_interrupt();
     Fit f;
     f.observables.add("m", overlap(at.control) + o_.bias / at.size + g + o_.offset);
     if (o_.offset == 0) f.observables.add("d_seen", at.size);
@@ -117,7 +127,7 @@ TEST_CASE("fixed-point harness: pairing removes the realisation's fluctuation fr
   const auto bound = model.bind(p);
   const FixedPointSettings s = bound->settings();
   const auto theory = bound->theory(s.controls, true);
-  const std::vector<FitGroup> fits = run_fits(*bound, s, {100}, theory.get(), "test", ctx);
+  const std::vector<FitGroup> fits = run_fits(*bound, p, s, {100}, theory.get(), "test", ctx);
   REQUIRE(fits.size() == 2);
   for (const FitGroup& g : fits) {
     CHECK(g.mean["m"].se > 0.1);                                   // 5/√100 /√8 ≈ 0.18
@@ -172,4 +182,41 @@ TEST_CASE("fixed-point harness: curve.csv is written from the typed run at the e
   CHECK(t.number(1, "m") == doctest::Approx(2 * overlap(2.0)));
   CHECK(t.number(0, "converged") == 1);
   CHECK(out.exit_code == 0);
+}
+
+// Long jobs never lose finished work: an interrupted validate keeps its finished fits in the output
+// folder, says so (Interrupted), and the same command resumes from them, computing only the rest,
+// with the same tables as a run never interrupted.
+TEST_CASE("fixed-point harness: an interrupted validate resumes from its kept fits") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / fmt::format("hdat_fp_resume_{}", ::getpid());
+  fs::remove_all(root);
+  const Params p = toy_params(4);  // 2 controls x 3 sizes x 4 seeds = 24 fits
+  RunContext ctx;
+  ctx.quiet = true;
+  ctx.threads = 1;
+  ctx.out = root / "interrupted";
+  ToyOptions o;
+  o.interrupt_at = 10;
+  std::string message;
+  try {
+    fixed_point_validate(toy_model(o), p, ctx);
+  } catch (const Interrupted& e) {
+    message = e.what();
+  }
+  clear_interrupt();
+  CHECK(message.find("10 of 24 fits finished") != std::string::npos);
+  const int before = *o.fits;
+  o.interrupt_at = -1;
+  const RunOutput resumed = fixed_point_validate(toy_model(o), p, ctx);
+  CHECK(*o.fits - before == 14);  // only the fits not kept
+  RunContext fresh = ctx;
+  fresh.out = root / "fresh";
+  const RunOutput whole = fixed_point_validate(toy_model(ToyOptions{}), p, fresh);
+  for (const char* table : {"sim.csv", "validate.csv", "theory_points.csv"}) {
+    CAPTURE(table);
+    CHECK(resumed.tables.at(table).to_csv() == whole.tables.at(table).to_csv());
+  }
+  CHECK(resumed.exit_code == whole.exit_code);
+  fs::remove_all(root);
 }

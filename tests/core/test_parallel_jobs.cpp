@@ -41,7 +41,7 @@ TEST_CASE("for_each_job stops on an interrupt and says so") {
     ++started;
     if (k == 1) request_interrupt();
   };
-  CHECK_THROWS_AS(for_each_job(10, job), NumericalError);
+  CHECK_THROWS_AS(for_each_job(10, job), Interrupted);
   clear_interrupt();
   CHECK(started == 2);
 }

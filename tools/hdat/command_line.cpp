@@ -87,6 +87,9 @@ int command_line(int argc, char** argv) {
   } catch (const InputError& e) {
     fmt::print(stderr, "{}: {}\n", program, e.what());
     return code(ExitCode::bad_input);
+  } catch (const Interrupted& e) {
+    fmt::print(stderr, "{}: {}\n", program, e.what());
+    return code(ExitCode::interrupted);
   } catch (const NumericalError& e) {
     fmt::print(stderr, "{}: numerical failure: {}\n", program, e.what());
     return code(ExitCode::numerical_failure);

@@ -231,7 +231,7 @@ void run_documents(const llama::Transformer<Scalar>& model, const Plan& plan, co
     for (auto& r : results) all.add(r, plan.docs, vocab);
   }
   progress.finish();
-  if (interrupted()) throw NumericalError("interrupted: no output written");
+  if (interrupted()) throw Interrupted("interrupted: no output written");
   all.wall_s = since(t_docs);
 }
 
@@ -426,7 +426,7 @@ RunOutput analyze_maps(const std::vector<AttentionMap>& maps, const Params& para
     for (auto& a : acc) agg.add(*a);
   }
   progress.finish();
-  if (interrupted()) throw NumericalError("interrupted: no output written");
+  if (interrupted()) throw Interrupted("interrupted: no output written");
 
   RunOutput out;
   out.tables["geometry.csv"] = agg.geometry_table();

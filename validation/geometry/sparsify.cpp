@@ -150,7 +150,7 @@ std::vector<double> measure_nll(const llama::Transformer<Scalar>& model, const H
     progress.advance();
   }
   progress.finish();
-  if (interrupted()) throw NumericalError("interrupted during sparsification");
+  if (interrupted()) throw Interrupted("interrupted during sparsification");
   return nll;
 }
 

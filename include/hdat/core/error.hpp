@@ -2,6 +2,8 @@
 // Error types that the command line maps to exit codes (see tools/hdat/main.cpp):
 //   InputError     -> exit 2, one message naming the offending key; nothing is written.
 //   NumericalError -> exit 3, with the place where the numbers went wrong.
+//   Interrupted    -> exit 130: the user stopped the command (Ctrl-C) before it had a result; the
+//                     message says what finished work was kept and how to resume it.
 //   ModelFailure   -> the model's own code failed (a Python model's exception): the command stops and
 //                     the failure reaches the caller as itself, never as a result.
 #include <exception>
@@ -21,6 +23,13 @@ class InputError : public std::runtime_error {
 };
 
 class NumericalError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The user interrupted the command before it had a result (what it finished is kept where the
+/// message says).
+class Interrupted : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

@@ -194,8 +194,10 @@ void add_dynamics_commands(ModelEntry& entry, std::shared_ptr<const DynamicsMode
 
 /// The fits at every (control value, size) of `sizes` over the settings' seeds, in parallel (the
 /// largest first; each fit's result depends only on its point). With `theory`, each fit is warm
-/// started from it and asked for its paired theory.
-std::vector<FitGroup> run_fits(const FixedPoints& bound, const FixedPointSettings& settings,
+/// started from it and asked for its paired theory. With an output folder (ctx.out) each finished fit
+/// is kept in its fits/ (named by the keys that change a fit) and taken from there when the same
+/// command runs again: an interrupted command (Interrupted, saying so) resumes where it stopped.
+std::vector<FitGroup> run_fits(const FixedPoints& bound, const Params& p, const FixedPointSettings& settings,
                                const std::vector<int>& sizes, const FixedPointRun* theory, const std::string& label,
                                const RunContext& ctx);
 /// One row per group: control, size, the model's point columns, every observable and its _se, seeds,

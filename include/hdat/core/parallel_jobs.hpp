@@ -17,7 +17,7 @@ void use_threads(int threads);
 /// Runs job(k) for k = 0 … count − 1 on the OpenMP threads as set (omp_set_num_threads), advancing
 /// `progress` (if given) after each job and finishing it at the end.
 /// - Interrupted (interrupted() turns true): no new job starts; once the running ones have ended,
-///   NumericalError("interrupted") is thrown.
+///   Interrupted is thrown.
 /// - A job that throws: no new job starts; once the running ones have ended, the first exception is
 ///   rethrown on the calling thread (an exception must not escape an OpenMP region).
 void for_each_job(std::size_t count, const std::function<void(std::size_t)>& job, Progress* progress = nullptr);
