@@ -194,23 +194,23 @@ std::vector<FitGroup> run_fits(const FixedPoints& bound, const Params& p, const 
   Progress progress(label, static_cast<long>(jobs.size()), !ctx.quiet);
   std::atomic<long> finished{0};
   const auto fit_at = [&](std::size_t k) {
-        const Job& job = jobs[k];
-        FitGroup& g = groups[job.group];
-        FitPoint at;
-        at.control = g.control;
-        at.control_index = g.control_index;
-        at.size = g.size;
-        at.seed = settings.seeds[job.seed_index];
-        at.paired = theory != nullptr;
-        if (theory && theory->points.size() > g.control_index && theory->points[g.control_index].state.size() > 0)
-          at.theory_state = &theory->points[g.control_index].state;
-        if (std::optional<Fit> kept = store.load(at)) {
-          g.fits[job.seed_index] = std::move(*kept);
-        } else {
-          g.fits[job.seed_index] = bound.fit(at);
-          store.save(at, g.fits[job.seed_index]);
-        }
-        ++finished;
+    const Job& job = jobs[k];
+    FitGroup& g = groups[job.group];
+    FitPoint at;
+    at.control = g.control;
+    at.control_index = g.control_index;
+    at.size = g.size;
+    at.seed = settings.seeds[job.seed_index];
+    at.paired = theory != nullptr;
+    if (theory && theory->points.size() > g.control_index && theory->points[g.control_index].state.size() > 0)
+      at.theory_state = &theory->points[g.control_index].state;
+    if (std::optional<Fit> kept = store.load(at)) {
+      g.fits[job.seed_index] = std::move(*kept);
+    } else {
+      g.fits[job.seed_index] = bound.fit(at);
+      store.save(at, g.fits[job.seed_index]);
+    }
+    ++finished;
   };
   try {
     for_each_job(jobs.size(), fit_at, &progress);
@@ -354,6 +354,8 @@ void add_fixed_point_commands(ModelEntry& entry, std::shared_ptr<const FixedPoin
   entry.commands["curve"] = [model](const Params& p, RunContext& ctx) { return fixed_point_curve(*model, p, ctx); };
   entry.commands["simulate"] = [model](const Params& p, RunContext& ctx) { return fixed_point_simulate(*model, p, ctx); };
   entry.commands["validate"] = [model](const Params& p, RunContext& ctx) { return fixed_point_validate(*model, p, ctx); };
+  // validate's verdict is the sweep's status column; its size is this number.
+  entry.command_observables.emplace("validate", std::vector<std::string>{"worst=info:verdict.max_deviation_over_allowed"});
 }
 
 }  // namespace hdat

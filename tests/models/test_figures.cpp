@@ -99,6 +99,23 @@ TEST_CASE("hdat plot draws every folder kind of every model, no panel empty") {
       run_into(*m, command, settings, dir);
       check_figures(dir, m->name + " " + command);
     }
+    if (!m->dynamics && m->params.find("false_alarm")) {
+      // A state-evolution model's validate sweep, with its default observable (the worst deviation
+      // over the allowed one): tied-attention's refused to run without --observable.
+      app::SweepRequest sweep;
+      sweep.model = m->name;
+      for (const auto& [key, value] : settings.items()) sweep.assignments.emplace_back(key, value);
+      sweep.grid = {"false_alarm=[0.01,0.05]"};
+      sweep.mode = "validate";
+      sweep.out = scratch(m->name + "_sweep_validate");
+      sweep.quiet = true;
+      sweep.threads = 2;
+      sweep::Communicator comm;
+      REQUIRE(app::run_sweep(sweep, comm).exit_code == 0);
+      check_figures(sweep.out, m->name + " sweep --mode validate");
+      const Table points = Table::read_csv_file((sweep.out / "sweep.csv").string());
+      CHECK(points.has_column("worst"));
+    }
     if (m->dynamics) {
       json drift = settings;
       drift["mode"] = "drift";

@@ -34,6 +34,9 @@ void register_tied_attention(Registry& r) {
   m.commands["simulate"] = tied_attention::simulate_command;
   m.commands["validate"] = tied_attention::validate_command;
   m.default_observables = {"test_error", "train_loss", "mse", "rank"};
+  // A validate sweep's default: the worst deviation over the allowed one (ERM and AMP alike), beside
+  // the verdict in its status column.
+  m.command_observables["validate"] = {"worst=info:verdict.max_deviation_over_allowed"};
   m.plot = [](const fs::path& dir) { plot_folder(dir); };
   // The all-model smoke (tests/models): matrix sensing (T = 1) trained by convex ERM at one alpha, whose
   // closed-form theory is compared with the 1/d extrapolation of d = 30, 45, 60; the prior side's
