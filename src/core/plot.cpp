@@ -97,6 +97,19 @@ int key_items(const Panel& p) {
   return n;
 }
 
+// Room for the key inside the panel, at its edge (top or bottom), so that it covers no data:
+// autoscale extends the y range there by a fraction of the panel per line of the key. None where the
+// range is given or there is no key (a multiplot's later panels start from no offsets).
+std::string key_room(const Panel& p, bool key_shown) {
+  int lines = 0;
+  for (const Series& s : p.series) lines += !s.label.empty() && has_points(p, s) ? text_lines(s.label) : 0;
+  for (const auto& h : p.hlines) lines += text_lines(h.second);
+  if (!key_shown || p.yrange || lines == 0) return "set offsets 0, 0, 0, 0\n";
+  const std::string room = format_number(std::min(0.6, 0.08 * (lines + 1)));
+  return p.legend.find("bottom") != std::string::npos ? "set offsets 0, 0, 0, graph " + room + "\n"
+                                                       : "set offsets 0, 0, graph " + room + ", 0\n";
+}
+
 std::string plot_item(const Series& se, const std::string& data, const std::string& col) {
   const std::string title = se.label.empty() ? "notitle" : fmt::format("title \"{}\"", esc(se.label));
   switch (se.style) {
@@ -153,8 +166,10 @@ std::string panel_script(const Panel& p, const std::vector<int>& ids, double zer
   } else {
     // A key on the left reads left to right: line sample first, then the left-justified label.
     const bool left = p.legend.find("left") != std::string::npos;
-    s += fmt::format("set key {}{} box opaque width 1\n", p.legend, left ? " Left reverse" : "");
+    // height: room below the last entry, whose underscores the box edge would otherwise hide.
+    s += fmt::format("set key {}{} box opaque width 1 height 0.6\n", p.legend, left ? " Left reverse" : "");
   }
+  s += key_room(p, key_items(p) > 0 && !single_series);
   s += fmt::format("set xlabel \"{}\"\nset ylabel \"{}\"\n", esc(p.xlabel), esc(p.ylabel));
   s += p.logx ? "set logscale x\n" : "unset logscale x\n";
   s += p.logy ? "set logscale y\n" : "unset logscale y\n";
