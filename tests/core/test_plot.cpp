@@ -169,3 +169,23 @@ TEST_CASE("a failing figure says why and leaves nothing; a batch leaves all its 
   CHECK(files_in(dir) <= 3);
   fs::remove_all(dir);
 }
+
+// The key sits inside the panel: autoscale leaves room for it at its edge (0.08 of the panel per key
+// line, plus one), so that it covers no data; none where the range is given or there is no key.
+TEST_CASE("a panel's key gets room at its edge, so that it covers no data") {
+  plot::Panel top = two_series_panel();  // three key lines, key at the top
+  plot::Panel bottom = two_series_panel();
+  bottom.legend = "bottom left";
+  plot::Panel fixed = two_series_panel();
+  fixed.yrange = std::pair<double, double>{0.0, 1.0};
+  plot::Panel one;
+  one.series.push_back({"risk", {1, 2}, {1, 2}, {}, plot::Style::lines});
+  plot::Figure f;
+  f.panels = {top, bottom, fixed, one};
+  const testing::GnuplotScript s(plot::script(f, "pngcairo", "x.png"));
+  std::vector<std::string> offsets;
+  for (const auto& l : s.lines)
+    if (l.rfind("set offsets", 0) == 0) offsets.push_back(l);
+  CHECK(offsets == std::vector<std::string>{"set offsets 0, 0, graph 0.32, 0", "set offsets 0, 0, 0, graph 0.32", "set offsets 0, 0, 0, 0",
+                                            "set offsets 0, 0, 0, 0"});
+}
