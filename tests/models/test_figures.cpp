@@ -79,6 +79,18 @@ json small(const ModelEntry& m) {
   return s;
 }
 
+// A quiet two-thread sweep of the model at `settings` over `grid`, into `out`.
+app::SweepRequest small_sweep(const ModelEntry& m, const json& settings, const std::string& grid, const fs::path& out) {
+  app::SweepRequest sweep;
+  sweep.model = m.name;
+  for (const auto& [key, value] : settings.items()) sweep.assignments.emplace_back(key, value);
+  sweep.grid = {grid};
+  sweep.out = out;
+  sweep.quiet = true;
+  sweep.threads = 2;
+  return sweep;
+}
+
 }  // namespace
 
 TEST_CASE("hdat plot draws every folder kind of every model, no panel empty") {
@@ -102,14 +114,8 @@ TEST_CASE("hdat plot draws every folder kind of every model, no panel empty") {
     if (!m->dynamics && m->params.find("false_alarm")) {
       // A state-evolution model's validate sweep, with its default observable (the worst deviation
       // over the allowed one): tied-attention's refused to run without --observable.
-      app::SweepRequest sweep;
-      sweep.model = m->name;
-      for (const auto& [key, value] : settings.items()) sweep.assignments.emplace_back(key, value);
-      sweep.grid = {"false_alarm=[0.01,0.05]"};
+      app::SweepRequest sweep = small_sweep(*m, settings, "false_alarm=[0.01,0.05]", scratch(m->name + "_sweep_validate"));
       sweep.mode = "validate";
-      sweep.out = scratch(m->name + "_sweep_validate");
-      sweep.quiet = true;
-      sweep.threads = 2;
       sweep::Communicator comm;
       REQUIRE(app::run_sweep(sweep, comm).exit_code == 0);
       check_figures(sweep.out, m->name + " sweep --mode validate");
@@ -126,14 +132,8 @@ TEST_CASE("hdat plot draws every folder kind of every model, no panel empty") {
       run_into(*m, "validate", drift, dir);
       check_figures(dir, m->name + " validate mode=drift");
 
-      app::SweepRequest sweep;
-      sweep.model = m->name;
-      for (const auto& [key, value] : settings.items()) sweep.assignments.emplace_back(key, value);
       const double t_max = settings.value("t_max", 10.0);
-      sweep.grid = {"t_max=" + json::array({t_max / 2, t_max}).dump()};
-      sweep.out = scratch(m->name + "_sweep");
-      sweep.quiet = true;
-      sweep.threads = 2;
+      app::SweepRequest sweep = small_sweep(*m, settings, "t_max=" + json::array({t_max / 2, t_max}).dump(), scratch(m->name + "_sweep"));
       sweep::Communicator comm;
       REQUIRE(app::run_sweep(sweep, comm).exit_code == 0);
       check_figures(sweep.out, m->name + " sweep");
