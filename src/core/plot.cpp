@@ -65,8 +65,13 @@ double place_zero_on_log_axis(Panel& p) {
       if (std::isfinite(x) && x > 0) lo = std::min(lo, x), hi = std::max(hi, x);
     }
   if (!zero || !std::isfinite(lo)) return NAN;
-  // A twelfth of the decades shown (at least a factor 2), so that "0" and the first tic stay apart.
-  const double x0 = lo / std::max(2.0, std::pow(hi / lo, 1.0 / 12));
+  // A twelfth of the decades shown (at least a factor 2) left of the smallest time, and at least a
+  // factor 3 left of a decade tic drawn to its right, so that "0" and that tic's label stay apart
+  // (committee's validate, whose first time is 0.15, drew "00.1").
+  double x0 = lo / std::max(2.0, std::pow(hi / lo, 1.0 / 12));
+  const double decade = std::pow(10.0, std::floor(std::log10(lo)));
+  for (double tic : {decade, 10 * decade})
+    if (tic > x0 && tic < 3 * x0) x0 = tic / 3;
   // A line does not cross the break: its t = 0 value becomes a point of its colour.
   int next_color = 0;
   std::vector<Series> at_zero;

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "../gnuplot_script.hpp"
@@ -188,4 +189,26 @@ TEST_CASE("a panel's key gets room at its edge, so that it covers no data") {
     if (l.rfind("set offsets", 0) == 0) offsets.push_back(l);
   CHECK(offsets == std::vector<std::string>{"set offsets 0, 0, graph 0.32, 0", "set offsets 0, 0, 0, graph 0.32", "set offsets 0, 0, 0, 0",
                                             "set offsets 0, 0, 0, 0"});
+}
+
+// "0" on a log-time axis stays apart from the first decade tic's label: committee's validate, whose
+// first positive time is 0.15, drew "0" at 0.075 beside "0.1" ("00.1").
+TEST_CASE("t = 0 on a log-time axis sits at least a factor 3 left of a decade tic beside it") {
+  for (double first : {0.15, 0.077, 0.003, 1.0}) {
+    CAPTURE(first);
+    plot::Panel p;
+    p.logx = true;
+    p.series.push_back({"", {0, first, 10 * first, 1000 * first}, {1, 2, 3, 4}, {}, plot::Style::lines});
+    plot::Figure f;
+    f.panels = {p};
+    const testing::GnuplotScript s(plot::script(f, "pngcairo", "x.png"));
+    double x0 = 0;
+    for (const auto& l : s.lines)
+      if (l.rfind("set xtics add (\"0\" ", 0) == 0) x0 = std::stod(l.substr(std::string("set xtics add (\"0\" ").size()));
+    REQUIRE(x0 > 0);
+    CHECK(x0 < first);
+    const double decade = std::pow(10.0, std::floor(std::log10(first)));
+    for (double tic : {decade, 10 * decade})
+      if (tic > x0) CHECK(tic / x0 >= 3 - 1e-9);
+  }
 }
