@@ -142,10 +142,7 @@ struct FitStore {
   FitStore(const Params& p, const RunContext& ctx) {
     if (ctx.out.empty()) return;
     dir = ctx.out / "fits";
-    nlohmann::json j = p.flat();
-    for (const ParamSpec& spec : p.set().specs())
-      if (!spec.changes_simulation) j.erase(spec.key);
-    hash = fmt::format("{:016x}", std::hash<std::string>{}(j.dump()));
+    hash = simulation_hash(p);
   }
   fs::path file(const FitPoint& at) const {
     return dir / fmt::format("{}_control{}_size{}_seed{}{}.json", hash, at.control_index, at.size, at.seed, at.paired ? "_paired" : "");

@@ -65,15 +65,17 @@ std::string size_text(double size) {
 
 }  // namespace
 
-std::string simulation_hash(const Bound& bound, double size) {
-  nlohmann::json j = bound.params().flat();
+std::string simulation_hash(const Params& p, const nlohmann::json& extra) {
+  nlohmann::json j = p.flat();
   // What the declaration says changes no finite run (theory-only keys, the harness's keys that choose
   // what is compared): ParamSet::theory_only.
-  for (const ParamSpec& spec : bound.params().set().specs())
+  for (const ParamSpec& spec : p.set().specs())
     if (!spec.changes_simulation) j.erase(spec.key);
-  j["size"] = size;
+  for (const auto& [key, value] : extra.items()) j[key] = value;
   return fmt::format("{:016x}", std::hash<std::string>{}(j.dump()));
 }
+
+std::string simulation_hash(const Bound& bound, double size) { return simulation_hash(bound.params(), {{"size", size}}); }
 
 TheoryRun OdeTheory::run(const Eigen::VectorXd& x0, const std::vector<double>& times, const IntegrateOptions& options) const {
   return integrate_theory(*this, x0, times, options);

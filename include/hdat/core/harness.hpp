@@ -106,6 +106,9 @@ struct Ensemble {
 /// A stable hash of the configuration that determines a simulation at `size` (keys of the harness
 /// and the model's `keys_not_affecting_simulation` left out), naming its persisted seeds.
 std::string simulation_hash(const Bound& bound, double size);
+/// The same for any parameters: their keys that change a finite run (all but ParamSet::theory_only),
+/// with `extra` entries added (a size ...), hashed. Names what a finished run or fit kept on disk was.
+std::string simulation_hash(const Params& p, const nlohmann::json& extra = nlohmann::json::object());
 
 /// The finite runs at `size` (the bound settings' seeds and times), persisted seeds reused.
 Ensemble run_ensemble(const Bound& bound, double size, const RunContext& ctx);
